@@ -1,0 +1,50 @@
+# kit_add_lab(): the one way a lab becomes targets, so that every lab builds the same way.
+#
+#   kit_add_lab(ID 02 STUDENT_FILES naive_matmul.cu [LIBRARIES CUDA::cublas])
+#
+# makes, for the lab folder it is called from (labs/NN_slug):
+#   labNN_kernels    the student files, from labs/ or solutions/ as KIT_KERNELS says;
+#   labNN_reference  the reference files again, their namespace renamed labNN_reference,
+#                    only when solutions/ exists (performance tests time against it);
+#   labNN_tests      the lab's public tests plus, when solutions/ exists, its hidden tests;
+# and registers every test case with CTest, labelled from its tags (lab, kind, gpu or cpu).
+function(kit_add_lab)
+  cmake_parse_arguments(LAB "" "ID" "STUDENT_FILES;LIBRARIES" ${ARGN})
+  if(NOT LAB_ID MATCHES "^[0-9][0-9]$" OR NOT LAB_STUDENT_FILES)
+    message(FATAL_ERROR "kit_add_lab needs ID NN and STUDENT_FILES (called from ${CMAKE_CURRENT_SOURCE_DIR})")
+  endif()
+  get_filename_component(slug "${CMAKE_CURRENT_SOURCE_DIR}" NAME)
+  set(lab_dir "${PROJECT_SOURCE_DIR}/labs/${slug}")
+  set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${slug}")
+  set(name "lab${LAB_ID}")
+
+  if(KIT_KERNELS STREQUAL "reference")
+    set(kernel_dir "${solution_dir}")
+  else()
+    set(kernel_dir "${lab_dir}")
+  endif()
+  list(TRANSFORM LAB_STUDENT_FILES PREPEND "${kernel_dir}/" OUTPUT_VARIABLE kernel_sources)
+  add_library(${name}_kernels STATIC ${kernel_sources})
+  target_include_directories(${name}_kernels PUBLIC "${lab_dir}")
+  target_link_libraries(${name}_kernels PUBLIC kit_common ${LAB_LIBRARIES})
+
+  file(GLOB test_sources CONFIGURE_DEPENDS "${lab_dir}/tests/*.cpp" "${lab_dir}/tests/*.cu")
+  add_executable(${name}_tests ${test_sources})
+  target_link_libraries(${name}_tests PRIVATE ${name}_kernels kit_testing Catch2::Catch2WithMain)
+
+  if(EXISTS "${solution_dir}")
+    list(TRANSFORM LAB_STUDENT_FILES PREPEND "${solution_dir}/" OUTPUT_VARIABLE reference_sources)
+    add_library(${name}_reference STATIC ${reference_sources})
+    target_compile_definitions(${name}_reference PRIVATE ${name}=${name}_reference)
+    target_include_directories(${name}_reference PRIVATE "${lab_dir}")
+    target_link_libraries(${name}_reference PUBLIC kit_common ${LAB_LIBRARIES})
+    file(GLOB hidden_sources CONFIGURE_DEPENDS "${solution_dir}/hidden_tests/*.cpp"
+         "${solution_dir}/hidden_tests/*.cu")
+    target_sources(${name}_tests PRIVATE ${hidden_sources})
+    target_link_libraries(${name}_tests PRIVATE ${name}_reference)
+    target_compile_definitions(${name}_tests PRIVATE KIT_HAVE_REFERENCE=1)
+    target_include_directories(${name}_tests PRIVATE "${lab_dir}/tests")
+  endif()
+
+  kit_register_tests(${name}_tests)
+endfunction()

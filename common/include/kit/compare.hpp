@@ -1,0 +1,42 @@
+// Comparing a result matrix with the host reference, and explaining a mismatch: where the
+// result is wrong, and what that pattern usually means.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kit/matrix.hpp"
+
+namespace kit {
+
+struct Tolerance {
+  double atol = 1e-6;
+  double rtol = 2e-5;  // relative to the sum of |terms|, see MatmulReference::magnitude
+};
+
+// Another way the result could have been computed by mistake, tried when the result is
+// wrong: if got matches `expected` instead, `hint` is the diagnosis.
+struct Alternative {
+  std::string hint;
+  std::vector<double> expected;
+};
+
+struct Comparison {
+  bool ok = true;
+  std::string report;  // empty when ok; lines of detail, then lines starting with "hint:"
+};
+
+// `tile` > 0 enables tile-shaped diagnoses (only the first tile right, last partial tile).
+Comparison compare_matrix(const std::vector<float>& got, const MatmulReference& ref,
+                          Tolerance tol = {}, int tile = 0,
+                          const std::vector<Alternative>& alternatives = {});
+
+// The usual index mistakes of a matrix multiply, as alternatives for compare_matrix: the
+// result transposed, N read transposed, M read transposed. Empty above max_width (the
+// alternatives cost three more host products).
+std::vector<Alternative> matmul_index_mistakes(const std::vector<float>& M,
+                                               const std::vector<float>& N, int width,
+                                               int max_width = 512);
+
+}  // namespace kit

@@ -1,0 +1,21 @@
+// cuBLAS as a yardstick: the performance tests of a student kit, which ships no reference
+// kernels, report the student's time as a ratio to cuBLAS instead.
+#pragma once
+
+namespace kit {
+
+class CublasMatmul {
+ public:
+  CublasMatmul();
+  ~CublasMatmul();
+  CublasMatmul(const CublasMatmul&) = delete;
+  CublasMatmul& operator=(const CublasMatmul&) = delete;
+
+  // P = M * N for row-major width x width device matrices, in FP32 without tensor cores.
+  void operator()(const float* d_M, const float* d_N, float* d_P, int width);
+
+ private:
+  void* handle_ = nullptr;  // cublasHandle_t, kept out of the header
+};
+
+}  // namespace kit

@@ -1,0 +1,51 @@
+// The check-then-measure harness every matrix-multiply lab uses: a problem with seeded inputs
+// and its host reference, a run on poisoned device buffers, and a timed comparison.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kit/compare.hpp"
+#include "kit/matrix.hpp"
+#include "kit/timer.hpp"
+
+namespace kit {
+
+// P (rows x cols) = M (rows x inner) * N (inner x cols), row-major, with its reference.
+struct MatmulProblem {
+  int rows = 0, inner = 0, cols = 0;
+  std::uint64_t seed = 0;
+  std::vector<float> M, N;
+  MatmulReference ref;
+};
+
+MatmulProblem make_matmul_problem(int rows, int inner, int cols, std::uint64_t seed);
+inline MatmulProblem make_square_problem(int width, std::uint64_t seed) {
+  return make_matmul_problem(width, width, width, seed);
+}
+
+// Launches a kernel on device pointers d_M, d_N, d_P (it checks its own launch).
+using MatmulLaunch = std::function<void(const float* d_M, const float* d_N, float* d_P)>;
+
+// Copies the inputs in, poisons P, launches, synchronises and returns P.
+std::vector<float> run_matmul(const MatmulProblem& problem, const MatmulLaunch& launch);
+
+// Runs the launch and compares with the reference, with index-mistake diagnoses for square
+// problems and tile-shaped diagnoses when tile > 0.
+Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch, int tile = 0);
+
+// Times two kernels on the same inputs in this process: candidate's median / baseline's.
+struct TimeRatio {
+  Timing candidate;
+  Timing baseline;
+  double ratio() const { return candidate.median_ms / baseline.median_ms; }
+};
+TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate,
+                     const MatmulLaunch& baseline, TimingOptions options = {});
+
+// 2 * rows * inner * cols floating-point operations in `ms` milliseconds, in GFLOP/s.
+double gflops(const MatmulProblem& problem, double ms);
+
+}  // namespace kit

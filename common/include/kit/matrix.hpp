@@ -1,0 +1,25 @@
+// Host-side matrices for tests: seeded random inputs and the double-precision reference.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace kit {
+
+// rows x cols values drawn uniformly from [-1, 1), row-major, the same for the same seed on
+// every machine (the generator is specified here, not left to the standard library).
+std::vector<float> random_matrix(int rows, int cols, std::uint64_t seed);
+
+// The host reference for P = M * N with M rows x inner and N inner x cols, row-major.
+// value[i] is the exact-as-double dot product; magnitude[i] is the sum of |M_ik * N_kj|,
+// which bounds the rounding error a float dot product can make and so sets the tolerance.
+struct MatmulReference {
+  int rows = 0;
+  int cols = 0;
+  std::vector<double> value;
+  std::vector<double> magnitude;
+};
+MatmulReference reference_matmul(const std::vector<float>& M, const std::vector<float>& N,
+                                 int rows, int inner, int cols);
+
+}  // namespace kit

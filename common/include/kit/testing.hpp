@@ -1,0 +1,33 @@
+// Catch2 glue shared by every lab's tests: skipping without a GPU, matrix checks, metrics.
+#pragma once
+
+#include <catch2/catch_test_macros.hpp>
+
+#include "kit/compare.hpp"
+#include "kit/gpu.hpp"
+
+// First line of every [gpu] test: without a usable GPU the test is reported as skipped
+// (never as passed), with the reason.
+#define KIT_REQUIRE_GPU()                                             \
+  do {                                                                \
+    const ::kit::GpuStatus& kit_gpu_ = ::kit::gpu_status();           \
+    if (!kit_gpu_.usable) SKIP("no usable GPU: " << kit_gpu_.reason); \
+  } while (false)
+
+// Reports a figure for the grader (docs/architecture.md): a WARN line "kit-metric name=value".
+#define KIT_METRIC(name, value) WARN("kit-metric " << (name) << "=" << (value))
+
+// Records a failed check with the comparison's explanation, or a success.
+#define KIT_CHECK_MATRIX(comparison)                       \
+  do {                                                     \
+    const ::kit::Comparison kit_cmp_ = (comparison);       \
+    if (!kit_cmp_.ok) FAIL_CHECK(kit_cmp_.report);         \
+    else SUCCEED("result matches the host reference");    \
+  } while (false)
+
+// As KIT_CHECK_MATRIX, but ends the test on a mismatch (use before timing a kernel).
+#define KIT_REQUIRE_MATRIX(comparison)                     \
+  do {                                                     \
+    const ::kit::Comparison kit_cmp_ = (comparison);       \
+    if (!kit_cmp_.ok) FAIL(kit_cmp_.report);               \
+  } while (false)

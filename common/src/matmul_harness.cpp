@@ -1,0 +1,69 @@
+#include "kit/matmul_harness.hpp"
+
+#include "kit/device_buffer.hpp"
+#include "kit/poison.hpp"
+
+namespace kit {
+
+MatmulProblem make_matmul_problem(int rows, int inner, int cols, std::uint64_t seed) {
+  MatmulProblem p;
+  p.rows = rows;
+  p.inner = inner;
+  p.cols = cols;
+  p.seed = seed;
+  p.M = random_matrix(rows, inner, seed);
+  p.N = random_matrix(inner, cols, seed ^ 0x5DEECE66Dull);
+  p.ref = reference_matmul(p.M, p.N, rows, inner, cols);
+  return p;
+}
+
+std::vector<float> run_matmul(const MatmulProblem& problem, const MatmulLaunch& launch) {
+  DeviceBuffer<float> d_M(problem.M.size()), d_N(problem.N.size());
+  DeviceBuffer<float> d_P(static_cast<std::size_t>(problem.rows) * problem.cols);
+  d_M.copy_from_host(problem.M.data());
+  d_N.copy_from_host(problem.N.data());
+  poison(d_P.data(), d_P.size());
+  launch(d_M.data(), d_N.data(), d_P.data());
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> P(d_P.size());
+  d_P.copy_to_host(P.data());
+  return P;
+}
+
+Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch, int tile) {
+  const std::vector<float> P = run_matmul(problem, launch);
+  Comparison cmp = compare_matrix(P, problem.ref, Tolerance{}, tile);
+  const bool square = problem.rows == problem.inner && problem.inner == problem.cols;
+  if (!cmp.ok && square) {
+    // Worth the three extra host products only once we know the result is wrong.
+    cmp = compare_matrix(P, problem.ref, Tolerance{}, tile,
+                         matmul_index_mistakes(problem.M, problem.N, problem.rows));
+  }
+  return cmp;
+}
+
+TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate,
+                     const MatmulLaunch& baseline, TimingOptions options) {
+  DeviceBuffer<float> d_M(problem.M.size()), d_N(problem.N.size());
+  DeviceBuffer<float> d_P(static_cast<std::size_t>(problem.rows) * problem.cols);
+  d_M.copy_from_host(problem.M.data());
+  d_N.copy_from_host(problem.N.data());
+  auto run = [&](const MatmulLaunch& launch) {
+    return time_on_device([&] { launch(d_M.data(), d_N.data(), d_P.data()); }, options);
+  };
+  TimeRatio r;
+  // Baseline, candidate, baseline again; keeping the faster baseline run means a clock still
+  // ramping up during the first run cannot flatter the candidate.
+  const Timing first = run(baseline);
+  r.candidate = run(candidate);
+  const Timing second = run(baseline);
+  r.baseline = first.median_ms <= second.median_ms ? first : second;
+  return r;
+}
+
+double gflops(const MatmulProblem& problem, double ms) {
+  const double flops = 2.0 * problem.rows * static_cast<double>(problem.inner) * problem.cols;
+  return flops / (ms * 1e-3) / 1e9;
+}
+
+}  // namespace kit

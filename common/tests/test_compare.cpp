@@ -1,0 +1,140 @@
+// The comparison's verdicts and diagnoses, on hand-made wrong results.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "kit/compare.hpp"
+#include "kit/poison.hpp"
+
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+struct Case {
+  int width;
+  std::vector<float> M, N;
+  kit::MatmulReference ref;
+  std::vector<float> right;  // the correct result in float
+};
+
+Case make_case(int width) {
+  Case c{width, kit::random_matrix(width, width, 11), kit::random_matrix(width, width, 12), {}, {}};
+  c.ref = kit::reference_matmul(c.M, c.N, width, width, width);
+  for (double v : c.ref.value) c.right.push_back(static_cast<float>(v));
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("comparison accepts the correctly rounded result", "[common]") {
+  const Case c = make_case(40);
+  const kit::Comparison cmp = kit::compare_matrix(c.right, c.ref);
+  CHECK(cmp.ok);
+  CHECK(cmp.report.empty());
+}
+
+TEST_CASE("comparison says when nothing was written", "[common]") {
+  const Case c = make_case(20);
+  std::vector<float> got(c.right.size(), kit::poison_value());
+  const kit::Comparison cmp = kit::compare_matrix(got, c.ref);
+  CHECK_FALSE(cmp.ok);
+  CHECK_THAT(cmp.report, ContainsSubstring("hint: no element of the result was written"));
+}
+
+TEST_CASE("comparison says when the last rows and columns are missing", "[common]") {
+  const Case c = make_case(20);
+  std::vector<float> got = c.right;
+  for (int r = 0; r < 20; ++r)
+    for (int col = 0; col < 20; ++col)
+      if (r >= 16 || col >= 16) got[r * 20 + col] = kit::poison_value();
+  const kit::Comparison cmp = kit::compare_matrix(got, c.ref);
+  CHECK_FALSE(cmp.ok);
+  CHECK_THAT(cmp.report, ContainsSubstring("the last 4 row(s) and the last 4 column(s)") &&
+                             ContainsSubstring("Round the number of blocks up"));
+  CHECK_THAT(cmp.report, ContainsSubstring("P[0][16]: got") && ContainsSubstring("never written"));
+}
+
+TEST_CASE("comparison recognises a transposed result and N read transposed", "[common]") {
+  const Case c = make_case(24);
+  const auto mistakes = kit::matmul_index_mistakes(c.M, c.N, 24);
+  REQUIRE(mistakes.size() == 3);
+
+  std::vector<float> transposed(c.right.size());
+  for (int r = 0; r < 24; ++r)
+    for (int col = 0; col < 24; ++col) transposed[col * 24 + r] = c.right[r * 24 + col];
+  CHECK_THAT(kit::compare_matrix(transposed, c.ref, {}, 0, mistakes).report,
+             ContainsSubstring("hint: the result is transposed"));
+
+  std::vector<float> n_transposed(c.right.size());
+  for (int r = 0; r < 24; ++r)
+    for (int col = 0; col < 24; ++col) {
+      double sum = 0;
+      for (int k = 0; k < 24; ++k) sum += double(c.M[r * 24 + k]) * c.N[col * 24 + k];
+      n_transposed[r * 24 + col] = static_cast<float>(sum);
+    }
+  CHECK_THAT(kit::compare_matrix(n_transposed, c.ref, {}, 0, mistakes).report,
+             ContainsSubstring("hint: N is read transposed"));
+}
+
+TEST_CASE("comparison tells computed NaN apart from unwritten elements", "[common]") {
+  const Case c = make_case(8);
+  std::vector<float> got = c.right;
+  got[9] = std::numeric_limits<float>::quiet_NaN();
+  const kit::Comparison cmp = kit::compare_matrix(got, c.ref);
+  CHECK_FALSE(cmp.ok);
+  CHECK_THAT(cmp.report, ContainsSubstring("1 NaN or infinite") &&
+                             ContainsSubstring("0 never written") &&
+                             ContainsSubstring("never initialised"));
+}
+
+TEST_CASE("comparison recognises a result where only the first tile is right", "[common]") {
+  const Case c = make_case(32);
+  std::vector<float> got = c.right;
+  for (int r = 0; r < 32; ++r)
+    for (int col = 0; col < 32; ++col)
+      if (r >= 16 || col >= 16) got[r * 32 + col] += 1.0f;
+  CHECK_THAT(kit::compare_matrix(got, c.ref, {}, 16).report,
+             ContainsSubstring("only the first tile is right"));
+}
+
+TEST_CASE("comparison recognises a result where only the partial last tile is wrong",
+          "[common]") {
+  const Case c = make_case(20);
+  std::vector<float> got = c.right;
+  got[19 * 20 + 3] += 0.5f;
+  got[2 * 20 + 17] -= 0.5f;
+  const kit::Comparison cmp = kit::compare_matrix(got, c.ref, {}, 16);
+  CHECK_THAT(cmp.report, ContainsSubstring("2 wrong") &&
+                             ContainsSubstring("only the last, partial tile is wrong"));
+}
+
+TEST_CASE("comparison tolerates float rounding but not a missing term", "[common]") {
+  const Case c = make_case(256);
+  // Accumulating in float in k order, as a kernel does, stays inside the tolerance.
+  std::vector<float> in_float(c.right.size());
+  for (int r = 0; r < 256; ++r)
+    for (int col = 0; col < 256; ++col) {
+      float sum = 0;
+      for (int k = 0; k < 256; ++k) sum += c.M[r * 256 + k] * c.N[k * 256 + col];
+      in_float[r * 256 + col] = sum;
+    }
+  CHECK(kit::compare_matrix(in_float, c.ref).ok);
+
+  std::vector<float> missing_last_term = in_float;
+  for (int r = 0; r < 256; ++r)
+    for (int col = 0; col < 256; ++col)
+      missing_last_term[r * 256 + col] -= c.M[r * 256 + 255] * c.N[255 * 256 + col];
+  const kit::Comparison cmp = kit::compare_matrix(missing_last_term, c.ref);
+  CHECK_FALSE(cmp.ok);
+  CHECK_THAT(cmp.report, ContainsSubstring("hint: values are wrong"));
+}
+
+TEST_CASE("comparison refuses a result of the wrong size", "[common]") {
+  const Case c = make_case(4);
+  const std::vector<float> got(15, 0.0f);
+  const kit::Comparison cmp = kit::compare_matrix(got, c.ref);
+  CHECK_FALSE(cmp.ok);
+  CHECK_THAT(cmp.report, ContainsSubstring("15 elements, expected 16"));
+}

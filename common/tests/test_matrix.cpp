@@ -1,0 +1,54 @@
+// The harness's inputs and reference must be right before any lab's verdict can be trusted.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_floating_point.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "kit/matrix.hpp"
+
+TEST_CASE("random matrices are reproducible from their seed and differ between seeds",
+          "[common]") {
+  const auto a = kit::random_matrix(17, 9, 1234);
+  const auto b = kit::random_matrix(17, 9, 1234);
+  const auto c = kit::random_matrix(17, 9, 1235);
+  REQUIRE(a.size() == 17u * 9u);
+  CHECK(a == b);
+  CHECK(a != c);
+}
+
+TEST_CASE("random matrix values lie between -1 and 1 and are not all alike", "[common]") {
+  const auto a = kit::random_matrix(64, 64, 7);
+  float lo = 1, hi = -1;
+  for (float v : a) {
+    REQUIRE(v >= -1.0f);
+    REQUIRE(v < 1.0f);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  CHECK(lo < -0.9f);
+  CHECK(hi > 0.9f);
+}
+
+TEST_CASE("random matrix rejects an empty shape", "[common]") {
+  CHECK_THROWS_AS(kit::random_matrix(0, 3, 1), std::invalid_argument);
+  CHECK_THROWS_AS(kit::random_matrix(3, -1, 1), std::invalid_argument);
+}
+
+TEST_CASE("host reference multiplies a small rectangular product exactly", "[common]") {
+  // M is 2 x 3, N is 3 x 2.
+  const std::vector<float> M = {1, 2, 3, 4, 5, 6};
+  const std::vector<float> N = {7, -8, 9, 10, -11, 12};
+  const auto ref = kit::reference_matmul(M, N, 2, 3, 2);
+  REQUIRE(ref.rows == 2);
+  REQUIRE(ref.cols == 2);
+  CHECK(ref.value == std::vector<double>{1 * 7 + 2 * 9 - 3 * 11, -1 * 8 + 2 * 10 + 3 * 12,
+                                         4 * 7 + 5 * 9 - 6 * 11, -4 * 8 + 5 * 10 + 6 * 12});
+  CHECK(ref.magnitude == std::vector<double>{7 + 18 + 33, 8 + 20 + 36, 28 + 45 + 66,
+                                             32 + 50 + 72});
+}
+
+TEST_CASE("host reference rejects inputs whose size does not match the shape", "[common]") {
+  const std::vector<float> M(6), N(5);
+  CHECK_THROWS_AS(kit::reference_matmul(M, N, 2, 3, 2), std::invalid_argument);
+}

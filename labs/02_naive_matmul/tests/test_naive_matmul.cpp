@@ -1,0 +1,160 @@
+// Lab 02's public tests: correctness on awkward widths, safety, resources, speed.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <stdexcept>
+#include <vector>
+
+#include "kit/cublas_matmul.hpp"
+#include "kit/device_buffer.hpp"
+#include "kit/matmul_harness.hpp"
+#include "kit/poison.hpp"
+#include "kit/testing.hpp"
+#include "naive_matmul.h"
+
+#ifdef KIT_HAVE_REFERENCE
+namespace lab02_reference {
+void launch_naive_matmul(const float* d_M, const float* d_N, float* d_P, int width,
+                         int block_size);
+}
+#endif
+
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+kit::MatmulLaunch naive(int width, int block_size) {
+  return [=](const float* d_M, const float* d_N, float* d_P) {
+    lab02::launch_naive_matmul(d_M, d_N, d_P, width, block_size);
+  };
+}
+
+// Each width gets its own inputs; both block shapes run on them.
+void check_widths_with_both_blocks(int width) {
+  const kit::MatmulProblem problem = kit::make_square_problem(width, 2000 + width);
+  for (int block : {16, 32}) {
+    CAPTURE(width, block, problem.seed);
+    KIT_CHECK_MATRIX(kit::check_matmul(problem, naive(width, block)));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("naive result matches the host reference for small widths",
+          "[lab02][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  check_widths_with_both_blocks(GENERATE(1, 7, 16, 31));
+}
+
+TEST_CASE("naive result matches the host reference when the width is not a multiple of the block",
+          "[lab02][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  check_widths_with_both_blocks(GENERATE(100, 1000));
+}
+
+TEST_CASE("naive result matches the host reference when the width is a multiple of the block",
+          "[lab02][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  check_widths_with_both_blocks(GENERATE(64, 1024));
+}
+
+TEST_CASE("host function returns the product of its host matrices",
+          "[lab02][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int width = GENERATE(1, 45, 128);
+  const kit::MatmulProblem problem = kit::make_square_problem(width, 3000 + width);
+  std::vector<float> P(problem.ref.value.size(), kit::poison_value());
+  CAPTURE(width, problem.seed);
+  lab02::naive_matmul(problem.M.data(), problem.N.data(), P.data(), width, 16);
+  KIT_CHECK_MATRIX(kit::compare_matrix(P, problem.ref));
+}
+
+TEST_CASE("naive kernel does not write outside the output matrix", "[lab02][safety][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int width = GENERATE(33, 100);
+  const int block = GENERATE(16, 32);
+  CAPTURE(width, block);
+  const kit::MatmulProblem problem = kit::make_square_problem(width, 4000 + width);
+  kit::DeviceBuffer<float> d_M(problem.M.size()), d_N(problem.N.size());
+  d_M.copy_from_host(problem.M.data());
+  d_N.copy_from_host(problem.N.data());
+  kit::GuardedBuffer d_P(problem.M.size());
+  d_P.poison_data();
+  lab02::launch_naive_matmul(d_M.data(), d_N.data(), d_P.data(), width, block);
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::string damage = d_P.damaged_guards();
+  INFO(damage);
+  INFO("hint: threads outside the matrix must not store; check the bounds condition "
+       "(row < width && col < width) before the write.");
+  CHECK(damage.empty());
+}
+
+TEST_CASE("host function rejects a width that is zero or negative", "[lab02][safety]") {
+  std::vector<float> M(4), N(4), P(4);
+  const int width = GENERATE(0, -1, -1000);
+  CAPTURE(width);
+  CHECK_THROWS_WITH(lab02::naive_matmul(M.data(), N.data(), P.data(), width, 16),
+                    ContainsSubstring("width") && ContainsSubstring("at least 1"));
+}
+
+TEST_CASE("host function rejects null matrices and block sizes outside 1 to 32",
+          "[lab02][safety]") {
+  std::vector<float> M(4), N(4), P(4);
+  CHECK_THROWS_WITH(lab02::naive_matmul(nullptr, N.data(), P.data(), 2, 16),
+                    ContainsSubstring("h_M"));
+  CHECK_THROWS_WITH(lab02::naive_matmul(M.data(), nullptr, P.data(), 2, 16),
+                    ContainsSubstring("h_N"));
+  CHECK_THROWS_WITH(lab02::naive_matmul(M.data(), N.data(), nullptr, 2, 16),
+                    ContainsSubstring("h_P"));
+  CHECK_THROWS_WITH(lab02::naive_matmul(M.data(), N.data(), P.data(), 2, 0),
+                    ContainsSubstring("block_size"));
+  CHECK_THROWS_WITH(lab02::naive_matmul(M.data(), N.data(), P.data(), 2, 33),
+                    ContainsSubstring("block_size"));
+}
+
+TEST_CASE("host function frees every device buffer it allocates", "[lab02][resources][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int width = 1024;  // 12 MiB of device memory per call
+  const kit::MatmulProblem problem = kit::make_matmul_problem(width, width, width, 5000);
+  std::vector<float> P(problem.M.size());
+  lab02::naive_matmul(problem.M.data(), problem.N.data(), P.data(), width, 32);  // warm-up
+  size_t free_before = 0, free_after = 0, total = 0;
+  KIT_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
+  for (int i = 0; i < 8; ++i) {
+    lab02::naive_matmul(problem.M.data(), problem.N.data(), P.data(), width, 32);
+  }
+  KIT_CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
+  const double leaked_mib = (double(free_before) - double(free_after)) / (1 << 20);
+  CAPTURE(leaked_mib);
+  INFO("hint: every cudaMalloc needs a cudaFree; kit::DeviceBuffer frees automatically.");
+  CHECK(leaked_mib < 8.0);  // eight leaking calls would lose 96 MiB
+}
+
+TEST_CASE("naive kernel speed is close to the reference kernel", "[lab02][performance][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int width = 1024, block = 16;
+  const kit::MatmulProblem problem = kit::make_square_problem(width, 6000);
+  KIT_REQUIRE_MATRIX(kit::check_matmul(problem, naive(width, block)));
+#ifdef KIT_HAVE_REFERENCE
+  const auto reference = [&](const float* d_M, const float* d_N, float* d_P) {
+    lab02_reference::launch_naive_matmul(d_M, d_N, d_P, width, block);
+  };
+  const kit::TimeRatio r = kit::time_ratio(problem, naive(width, block), reference);
+  INFO("your kernel: " << r.candidate.median_ms << " ms, reference kernel: "
+                       << r.baseline.median_ms << " ms (median of " << r.candidate.repeats
+                       << " runs, width " << width << ")");
+  KIT_METRIC("time_ratio", r.ratio());
+#else
+  kit::CublasMatmul cublas;
+  const auto yardstick = [&](const float* d_M, const float* d_N, float* d_P) {
+    cublas(d_M, d_N, d_P, width);
+  };
+  const kit::TimeRatio r = kit::time_ratio(problem, naive(width, block), yardstick);
+  WARN("your kernel takes " << r.ratio() << "x the time of cuBLAS (" << r.candidate.median_ms
+                            << " ms vs " << r.baseline.median_ms
+                            << " ms). Grading compares against the reference naive kernel "
+                               "instead, which this student kit does not ship.");
+  KIT_METRIC("time_ratio_vs_cublas", r.ratio());
+#endif
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Checks the kit's prerequisites and installs what is missing, once: the CUDA compiler,
+# CMake >= 3.24, Catch2 >= 3.4 (from the system packages) and a Python >= 3.11 that can run
+# the grader's tests (a local .venv with pytest only when the system Python lacks it).
+# A second run finds its stamp and does nothing. Every failure says what to do.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${KIT_BUILD_DIR:-$root/build}
+stamp=$build/.kit-setup
+python_file=$build/.kit-python
+mkdir -p "$build"
+
+key=$(cat "$0" "$root/grader/requirements-dev.txt" 2>/dev/null | cksum | cut -d' ' -f1)
+if [[ -f $stamp && $(cat "$stamp") == "$key" && -f $python_file ]]; then
+  exit 0
+fi
+
+say() { printf 'setup: %s\n' "$*"; }
+fail() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+as_root() {
+  if [[ $(id -u) == 0 ]]; then "$@"
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo "$@"
+  else return 1
+  fi
+}
+version_at_least() {  # version_at_least HAVE WANT
+  [[ $(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1) == "$2" ]]
+}
+
+# 1. The CUDA compiler.
+if ! command -v nvcc >/dev/null; then
+  if [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    fail "nvcc is not on PATH but /usr/local/cuda/bin/nvcc exists: run 'export PATH=/usr/local/cuda/bin:\$PATH' and try again."
+  fi
+  fail "nvcc not found: install the CUDA toolkit (12.x or 13.x) and put its bin/ folder on PATH."
+fi
+
+# 2. CMake with CUDA as a language and the 'native'-free architecture logic of cmake/.
+command -v cmake >/dev/null || fail "cmake not found: install CMake 3.24 or newer (apt-get install cmake, or pip install cmake)."
+cmake_version=$(cmake --version | head -n1 | awk '{print $3}')
+version_at_least "$cmake_version" 3.24 \
+  || fail "CMake $cmake_version is too old: the kit needs 3.24 or newer (pip install cmake gives a current one)."
+
+# 3. Catch2 v3 from the system packages.
+find_catch2() {
+  local dirs=(/usr/lib/cmake/Catch2 /usr/lib/*/cmake/Catch2 /usr/local/lib/cmake/Catch2
+              /usr/local/lib/*/cmake/Catch2 /usr/share/cmake/Catch2) prefix f
+  local IFS=:
+  for prefix in ${CMAKE_PREFIX_PATH:-}; do dirs+=("$prefix/lib/cmake/Catch2"); done
+  for f in "${dirs[@]}"; do
+    if [[ -f $f/Catch2ConfigVersion.cmake ]]; then
+      sed -n 's/.*set(PACKAGE_VERSION "\([0-9.]*\)").*/\1/p' "$f/Catch2ConfigVersion.cmake" | head -n1
+      return 0
+    fi
+  done
+}
+catch2_version=$(find_catch2)
+if [[ -z $catch2_version ]] || ! version_at_least "$catch2_version" 3.4; then
+  say "Catch2 >= 3.4 not found${catch2_version:+ (found $catch2_version)}; installing it from the system packages"
+  codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+  command -v apt-get >/dev/null \
+    || fail "Catch2 3.4 or newer is missing and this is not a Debian/Ubuntu system: install Catch2 v3 and set CMAKE_PREFIX_PATH to its prefix."
+  install_ok=1
+  if [[ $codename == bookworm ]]; then
+    # Debian 12 has Catch2 v3 only in bookworm-backports.
+    if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+      echo 'deb http://deb.debian.org/debian bookworm-backports main' \
+        | as_root tee /etc/apt/sources.list.d/kit-bookworm-backports.list >/dev/null || install_ok=0
+    fi
+    [[ $install_ok == 1 ]] && as_root apt-get update -qq && \
+      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports catch2 || install_ok=0
+  else
+    as_root apt-get update -qq && \
+      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq catch2 || install_ok=0
+  fi
+  catch2_version=$(find_catch2)
+  if [[ $install_ok != 1 || -z $catch2_version ]] || ! version_at_least "$catch2_version" 3.4; then
+    fail "could not install Catch2 >= 3.4. As root run: apt-get install catch2 (on Debian 12 first add bookworm-backports and use apt-get install -t bookworm-backports catch2)."
+  fi
+fi
+say "Catch2 $catch2_version"
+
+# 4. Python for the grader (standard library only) and its tests (pytest).
+python=python3
+command -v python3 >/dev/null || fail "python3 not found: install Python 3.11 or newer."
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+  || fail "$(python3 --version) is too old: the grader needs Python 3.11 or newer (for tomllib)."
+if ! python3 -c 'import pytest' 2>/dev/null; then
+  venv=$root/.venv
+  if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import pytest' 2>/dev/null; then
+    say "pytest is not importable; installing the grader's test packages into $venv"
+    python3 -m venv "$venv" \
+      || fail "could not create $venv: install the venv module (apt-get install python3-venv) or pip install pytest."
+    "$venv/bin/python" -m pip install -q -r "$root/grader/requirements-dev.txt" \
+      || fail "could not install grader/requirements-dev.txt into $venv: check the network or pip install pytest yourself."
+  fi
+  python=$venv/bin/python
+fi
+command -v "$python" >/dev/null || [[ -x $python ]] || fail "no usable Python found"
+say "Python: $python"
+
+printf '%s\n' "$python" >"$python_file"
+printf '%s\n' "$key" >"$stamp"
+say "done; later runs skip these checks (delete $stamp to run them again)"
