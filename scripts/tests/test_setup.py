@@ -1,0 +1,59 @@
+"""scripts/setup.sh: missing prerequisites get one clear message; a second run does nothing."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+KIT = Path(__file__).resolve().parents[2]
+SETUP = KIT / "scripts" / "setup.sh"
+
+
+def run_setup(build: Path, path: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": path, "HOME": str(build), "KIT_BUILD_DIR": str(build)}
+    return subprocess.run(["bash", str(SETUP)], env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def fake_tool(folder: Path, name: str, script: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    tool = folder / name
+    tool.write_text("#!/bin/sh\n" + script + "\n")
+    tool.chmod(0o755)
+
+
+@pytest.mark.skipif(Path("/usr/bin/nvcc").exists() or Path("/bin/nvcc").exists(),
+                    reason="nvcc is installed in /usr/bin, so it cannot be hidden from PATH")
+def test_setup_names_the_fix_when_nvcc_is_missing(tmp_path: Path) -> None:
+    result = run_setup(tmp_path / "build", "/usr/bin:/bin")
+    assert result.returncode != 0
+    assert "nvcc" in result.stderr
+    assert "PATH" in result.stderr
+    assert not (tmp_path / "build" / ".kit-setup").exists()
+
+
+def test_setup_refuses_a_cmake_that_is_too_old(tmp_path: Path) -> None:
+    fakes = tmp_path / "fakes"
+    fake_tool(fakes, "nvcc", "echo fake nvcc")
+    fake_tool(fakes, "cmake", 'echo "cmake version 3.18.4"')
+    result = run_setup(tmp_path / "build", f"{fakes}:/usr/bin:/bin")
+    assert result.returncode != 0
+    assert "CMake 3.18.4 is too old" in result.stderr
+    assert "3.24" in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
+                    reason="needs the CUDA toolkit")
+def test_setup_succeeds_once_and_then_does_nothing(tmp_path: Path) -> None:
+    path = os.environ.get("PATH", "/usr/bin:/bin") + ":/usr/local/cuda/bin"
+    build = tmp_path / "build"
+    first = run_setup(build, path)
+    assert first.returncode == 0, first.stderr
+    python = (build / ".kit-python").read_text().strip()
+    assert python
+    second = run_setup(build, path)
+    assert second.returncode == 0
+    assert second.stdout == "" and second.stderr == ""
