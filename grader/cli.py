@@ -1,0 +1,262 @@
+"""`python -m grader {check,grade,validate,handout}`: argument parsing and what each command prints."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from .build import BuildConfig
+from .collect import find_submissions
+from .errors import GraderError
+from .handout import generate
+from .pipeline import GradeOptions, check_lab, grade_class, grade_sample_class
+from .report import gpu_skip_notice, lab_feedback_lines
+from .rubric import Kit, find_kit_root, load_kit
+from .run import RunConfig
+from .validate import format_table, run_validate, untested_tests
+
+LOUD = "!" * 78
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        kit = load_kit(Path(args.kit))
+        return args.command(kit, args)
+    except GraderError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("grader: interrupted", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    kit_option = argparse.ArgumentParser(add_help=False)
+    kit_option.add_argument(
+        "--kit",
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help="the kit's root folder (default: the one this grader is in)",
+    )
+    parser = argparse.ArgumentParser(
+        prog="python -m grader",
+        parents=[kit_option],
+        description="The CUDA lab kit's autograder: check your own lab, grade submissions, "
+        "validate the tests against the mutants, and generate the handouts.",
+    )
+    parser.set_defaults(kit=str(find_kit_root()))
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+    check = commands.add_parser(
+        "check",
+        parents=[kit_option],
+        help="run a lab's visible tests on your code",
+        description="Builds your kit in place (-DKIT_KERNELS=student), runs the lab's "
+        "visible tests and prints each with its points and Score: x/y. "
+        "Exits non-zero unless every visible point was earned.",
+    )
+    check.add_argument("--lab", required=True, metavar="NN", help="the lab to check, e.g. 02")
+    check.add_argument(
+        "--build-dir",
+        default="build/student",
+        metavar="DIR",
+        help="build folder, relative to the kit (default: build/student)",
+    )
+    _add_limits(check)
+    check.set_defaults(command=run_check)
+
+    grade = commands.add_parser(
+        "grade",
+        parents=[kit_option],
+        help="grade submissions or a class",
+        description="Grades each submission (a folder, .zip, .tar, .tar.gz or .tgz) "
+        "or class (a folder of submissions). With none, grades the sample "
+        "class: the reference and one student per mutant.",
+    )
+    grade.add_argument("submissions", nargs="*", metavar="SUBMISSION_OR_CLASS")
+    grade.add_argument(
+        "--labs", metavar="LIST", help="comma-separated labs to grade, e.g. 02,03 (default: all)"
+    )
+    grade.add_argument(
+        "--out",
+        metavar="DIR",
+        help="a new folder for the results (default: grades/<timestamp>/; an existing folder is refused)",
+    )
+    grade.add_argument("--keep-work", action="store_true", help="keep each submission's work folder")
+    grade.add_argument(
+        "--work-dir", metavar="DIR", help="where work folders go (default: the system temp folder)"
+    )
+    _add_limits(grade)
+    grade.set_defaults(command=run_grade)
+
+    validate = commands.add_parser(
+        "validate",
+        parents=[kit_option],
+        help="grade the reference and the mutants",
+        description="The reference must earn full marks; every mutant must lose "
+        "at least its kit-expect-loss and show its kit-expect-hint. "
+        "Prints one table; exits non-zero if a row FAILs.",
+    )
+    validate.add_argument("--labs", metavar="LIST", help="comma-separated labs, e.g. 02,03 (default: all)")
+    validate.add_argument("--keep-work", action="store_true", help="keep each student's work folder")
+    validate.add_argument(
+        "--work-dir", metavar="DIR", help="where work folders go (default: the system temp folder)"
+    )
+    _add_limits(validate)
+    validate.set_defaults(command=run_validate_command)
+
+    handout = commands.add_parser(
+        "handout",
+        parents=[kit_option],
+        help="generate the skeletons from solutions/",
+        description="Rewrites labs/NN_slug/<file> from solutions/NN_slug/<file> for "
+        "every student file, replacing each KIT:TODO region by its TODO "
+        "text and KIT:SKELETON lines.",
+    )
+    handout.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 listing the skeletons that differ from the generated ones",
+    )
+    handout.set_defaults(command=run_handout)
+    return parser
+
+
+def _add_limits(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=RunConfig.timeout,
+        metavar="S",
+        help=f"seconds per test before its processes are killed (default: {RunConfig.timeout:g})",
+    )
+    parser.add_argument(
+        "--build-timeout",
+        type=float,
+        default=BuildConfig.timeout,
+        metavar="S",
+        help=f"seconds per CMake step (default: {BuildConfig.timeout:g})",
+    )
+    parser.add_argument(
+        "--cuda-arch",
+        metavar="A",
+        help="CMAKE_CUDA_ARCHITECTURES, e.g. 90 (default: the kit's choice: the GPU's, "
+        "else its documented list)",
+    )
+
+
+def _configs(args: argparse.Namespace) -> tuple[BuildConfig, RunConfig]:
+    return (
+        BuildConfig(cuda_arch=args.cuda_arch, timeout=args.build_timeout),
+        RunConfig(timeout=args.timeout),
+    )
+
+
+def _grade_options(kit: Kit, args: argparse.Namespace, exclude: tuple[Path, ...] = ()) -> GradeOptions:
+    build, run = _configs(args)
+    labs = kit.select(args.labs.split(",") if args.labs else None)
+    work_root = Path(args.work_dir).resolve() if args.work_dir else None
+    return GradeOptions(
+        labs=labs, build=build, run=run, work_root=work_root, keep_work=args.keep_work, exclude=exclude
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def run_check(kit: Kit, args: argparse.Namespace) -> int:
+    lab = kit.select([args.lab])[0]
+    build, run = _configs(args)
+    build_dir = Path(args.build_dir)
+    build_dir = build_dir if build_dir.is_absolute() else kit.root / build_dir
+    result = check_lab(kit, lab, build_dir, build, run)
+    print("\n".join(result.lines))
+    notice = _skip_notice_from_lines(result.lines)
+    if notice:
+        print(f"\n{LOUD}\n{notice}\n{LOUD}")
+    return 0 if result.earned_all else 1
+
+
+def _skip_notice_from_lines(lines: list[str]) -> str | None:
+    skipped = [
+        line.strip().removeprefix("not run: ") for line in lines if line.strip().startswith("not run:")
+    ]
+    gpu = [reason for reason in skipped if "gpu" in reason.lower()]
+    if not gpu:
+        return None
+    reason = gpu[0].removeprefix("no usable GPU:").strip()
+    return f"{len(gpu)} GPU tests were not run because this machine has no usable GPU: {reason}"
+
+
+def run_grade(kit: Kit, args: argparse.Namespace) -> int:
+    out_dir = Path(args.out) if args.out else kit.root / "grades" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    paths = [Path(path).resolve() for path in args.submissions]
+    options = _grade_options(kit, args, exclude=tuple(paths))
+    if paths:
+        scores = grade_class(kit, find_submissions(paths, kit), options, out_dir)
+    else:
+        scores = grade_sample_class(kit, options, out_dir)
+    print(f"\nresults in {out_dir}: gradebook.csv, summary.txt, and <student>/results.json + feedback.txt")
+    notice = gpu_skip_notice(scores)
+    if notice:
+        print(f"\n{LOUD}\n{notice}\n{LOUD}")
+    failed = [score.student_id for score in scores if score.error]
+    if failed:
+        print(
+            f"\nthe grader failed on {len(failed)} submission(s): {', '.join(failed)}; see summary.txt",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
+    options = _grade_options(kit, args)
+    report = run_validate(kit, options)
+    print()
+    print(format_table(report.verdicts))
+    for verdict in report.failed:
+        score = report.scores.get(verdict.student_id)
+        print(f"\nFAIL {verdict.student} (lab {verdict.lab_id}): {verdict.note}")
+        lab = score.lab(verdict.lab_id) if score else None
+        if lab is not None:
+            print("\n".join("  " + line for line in lab_feedback_lines(lab)))
+    notice = gpu_skip_notice(list(report.scores.values()))
+    if notice:
+        print(
+            f"\n{LOUD}\n{notice}\nvalidate judged only what ran here: {len(report.not_run)} rows say "
+            f"'not run'; run validate on a GPU machine to judge them.\n{LOUD}"
+        )
+    else:
+        for lab_id, names in untested_tests(report, options.labs).items():
+            for name in names:
+                print(
+                    f"note: no mutant of lab {lab_id} loses points on {name!r} "
+                    "(a missing mutant, or a suspect test)"
+                )
+    if report.failed:
+        print(f"\nvalidate: {len(report.failed)} row(s) FAIL", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_handout(kit: Kit, args: argparse.Namespace) -> int:
+    stale = generate(kit, check=args.check)
+    relative = [str(path.relative_to(kit.root)) for path in stale]
+    if args.check:
+        if stale:
+            print(
+                f"{len(stale)} skeleton(s) differ from their solution: {', '.join(relative)}; "
+                "run make handout (python -m grader handout) and commit the result",
+                file=sys.stderr,
+            )
+            return 1
+        print("handouts are in sync with solutions/")
+        return 0
+    print(
+        f"rewrote {len(stale)} skeleton(s)" + (f": {', '.join(relative)}" if stale else " (all were in sync)")
+    )
+    return 0

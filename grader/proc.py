@@ -1,0 +1,109 @@
+"""Running one untrusted or long command: own process group, time limit, bounded output.
+
+Shared by build (the compiler) and run (the student's tests). On timeout the whole process
+group is killed, because a hung kernel or a forked child would otherwise outlive the grader.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_FILE_WRITE_BYTES = 256 << 20  # a runaway writer gets SIGXFSZ instead of filling the disk
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    returncode: int | None  # None when it was killed for running too long; negative = signal
+    output: str  # stdout and stderr together, cut in the middle when over the limit
+    timed_out: bool
+    duration: float
+
+
+def run_limited(
+    command: list[str],
+    *,
+    cwd: Path,
+    timeout: float,
+    output_limit: int,
+    env: dict[str, str] | None = None,
+) -> ProcessResult:
+    start = time.monotonic()
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, so killpg reaches every child
+        preexec_fn=_limit_resources,
+    )
+    capture = _BoundedCapture(output_limit)
+    reader = threading.Thread(target=capture.drain, args=(process.stdout,), daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        # Also after a normal exit: children left running in the group must not outlive it.
+        _kill_group(process.pid)
+        process.wait()
+        reader.join(timeout=5)
+        # A process that left the group could still hold the pipe; closing it under the reader
+        # would block, so an unfinished reader is abandoned (it is a daemon thread).
+        if process.stdout and not reader.is_alive():
+            process.stdout.close()
+    duration = time.monotonic() - start
+    return ProcessResult(None if timed_out else process.returncode, capture.text(), timed_out, duration)
+
+
+def _limit_resources() -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash should not leave a core file
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_WRITE_BYTES, MAX_FILE_WRITE_BYTES))
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class _BoundedCapture:
+    """Keeps the first and last output_limit/2 bytes, and keeps draining so the child never blocks."""
+
+    def __init__(self, limit: int) -> None:
+        self.half = max(limit // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def drain(self, stream) -> None:
+        try:
+            while chunk := stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536):
+                self.total += len(chunk)
+                room = self.half - len(self.head)
+                if room > 0:
+                    self.head += chunk[:room]
+                    chunk = chunk[room:]
+                if chunk:
+                    self.tail += chunk
+                    del self.tail[: max(len(self.tail) - self.half, 0)]
+        except (OSError, ValueError):
+            pass  # the pipe was closed under us after a kill
+
+    def text(self) -> str:
+        cut = self.total - len(self.head) - len(self.tail)
+        middle = f"\n[... {cut} bytes of output cut ...]\n" if cut > 0 else ""
+        return (
+            bytes(self.head).decode("utf-8", "replace") + middle + bytes(self.tail).decode("utf-8", "replace")
+        )

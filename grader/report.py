@@ -1,0 +1,230 @@
+"""Stage 6, report: results.json (Gradescope) and feedback.txt per submission; gradebook.csv and
+summary.txt per class. Reports are written even when grading failed, with the failure in them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from .score import LabScore, SubmissionScore, TestScore, lab_statistics
+
+DETAILS_SHOWN_LINES = 12
+
+
+def format_points(value: float) -> str:
+    return f"{value:g}" if float(value).is_integer() else f"{value:.2f}"
+
+
+def status_line(test: TestScore, width: int) -> str:
+    """gradelib's line: OK, PART (partial credit), SKIP or FAIL, the name, and the points."""
+    if test.status == "passed":
+        word = "OK" if test.full_marks else "PART"
+    else:
+        word = "SKIP" if test.status == "skipped" else "FAIL"
+    return f"{word:<4}  {test.name:<{width}}  ({format_points(test.points)}/{format_points(test.max_points)})"
+
+
+# ---------------------------------------------------------------------------------------------
+# One submission
+
+
+def results_json(score: SubmissionScore) -> dict:
+    """Gradescope's results.json: only its documented keys.
+
+    The top-level visibility is "visible" (each test carries its own); the grader's stdout is
+    hidden from students because it can name paths of the grading machine.
+    """
+    tests = [_gradescope_test(lab, test) for lab in score.labs for test in lab.tests]
+    return {
+        "score": score.points,
+        "execution_time": round(score.duration),
+        "output": _overall_output(score),
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+
+
+def _gradescope_test(lab: LabScore, test: TestScore) -> dict:
+    return {
+        "name": f"lab{lab.lab_id}: {test.name}",
+        "score": test.points,
+        "max_score": test.max_points,
+        "status": "passed" if test.full_marks else "failed",
+        "output": "\n".join(_test_lines(lab, test, show_details=True)),
+        "visibility": test.visibility,
+    }
+
+
+def _overall_output(score: SubmissionScore) -> str:
+    lines = [f"Score: {format_points(score.points)}/{format_points(score.max_points)}"]
+    if score.error:
+        lines += [
+            "",
+            f"The grader failed on this submission: {_first_line(score.error)}",
+            "Your score is incomplete; tell your instructor.",
+        ]
+    lines += _refusal_lines(score)
+    for lab in score.labs:
+        if lab.problem:
+            lines += ["", f"lab{lab.lab_id}: {lab.problem}"] + _indented(lab.build_log, "  ")
+    return "\n".join(lines)
+
+
+def feedback_text(score: SubmissionScore) -> str:
+    """What the student reads: every lab, every test with its points, reasons and hints."""
+    lines = [f"Feedback for {score.student_id}"]
+    if score.error:
+        lines += [
+            "",
+            f"The grader failed on this submission: {_first_line(score.error)}",
+            "The scores below are incomplete; tell your instructor.",
+        ]
+    lines += _refusal_lines(score)
+    for lab in score.labs:
+        lines += [""] + lab_feedback_lines(lab)
+    lines += ["", f"Score: {format_points(score.points)}/{format_points(score.max_points)}"]
+    return "\n".join(lines) + "\n"
+
+
+def lab_feedback_lines(lab: LabScore) -> list[str]:
+    lines = [f"Lab {lab.lab_id}: {lab.title}  ({format_points(lab.points)}/{format_points(lab.max_points)})"]
+    if lab.problem:
+        lines.append(f"  {lab.problem}")
+        lines += _indented(lab.build_log, "    ")
+    width = max((len(test.name) for test in lab.tests), default=0)
+    for test in lab.tests:
+        lines.append(f"  {status_line(test, width)}")
+        # A hidden test's name and points are public (the rubric is), its checks are not.
+        details = test.visibility != "hidden"
+        lines += ["        " + line for line in _test_lines(lab, test, show_details=details)]
+    return lines
+
+
+def _test_lines(lab: LabScore, test: TestScore, show_details: bool) -> list[str]:
+    if lab.problem and test.status == "not_built":
+        # The compiler output is told once, at the lab, not under every test.
+        return [f"not run: {lab.problem} (see the lab's messages)"]
+    lines = list(test.reasons) + [f"hint: {hint}" for hint in test.hints]
+    if show_details and test.status not in ("passed", "skipped"):
+        shown = [
+            line
+            for detail in test.details
+            for line in detail.splitlines()
+            if not line.strip().lower().startswith("hint:")
+        ]
+        lines += shown[:DETAILS_SHOWN_LINES]
+        if len(shown) > DETAILS_SHOWN_LINES:
+            lines.append(f"[... {len(shown) - DETAILS_SHOWN_LINES} more lines]")
+    return lines
+
+
+def _first_line(error: str) -> str:
+    """Students see what failed; the details (a traceback, say) are in the instructor's summary."""
+    return error.strip().splitlines()[0] if error.strip() else "unknown error"
+
+
+def _refusal_lines(score: SubmissionScore) -> list[str]:
+    if not score.refused:
+        return []
+    return ["", "Files not accepted:"] + [f"  {item.path}: {item.reason}" for item in score.refused]
+
+
+def _indented(text: str, prefix: str) -> list[str]:
+    return [prefix + line for line in text.splitlines()]
+
+
+def write_submission_report(folder: Path, score: SubmissionScore) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(results_json(score), indent=2) + "\n", encoding="utf-8")
+    (folder / "feedback.txt").write_text(feedback_text(score), encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# A class
+
+
+def write_gradebook(path: Path, scores: list[SubmissionScore], lab_ids: list[str]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student"] + [f"lab{lab_id}" for lab_id in lab_ids] + ["total", "max"])
+        for score in scores:
+            cells = []
+            for lab_id in lab_ids:
+                lab = score.lab(lab_id)
+                cells.append("" if lab is None else format_points(lab.points))
+            writer.writerow(
+                [score.student_id] + cells + [format_points(score.points), format_points(score.max_points)]
+            )
+
+
+def gpu_skip_notice(scores: list[SubmissionScore]) -> str | None:
+    """The loud line when GPU tests were skipped: those scores are not the students' scores."""
+    reasons = [
+        test.reasons[0].removeprefix("not run: ")
+        for score in scores
+        for lab in score.labs
+        for test in lab.skipped
+        if test.reasons
+    ]
+    gpu_reasons = [reason for reason in reasons if "gpu" in reason.lower()]
+    if not gpu_reasons:
+        return None
+    # The tests' own reason usually starts with "no usable GPU:" already; say it once.
+    reason = gpu_reasons[0].removeprefix("no usable GPU:").strip()
+    return (
+        f"{len(gpu_reasons)} GPU tests were not run because this machine has no usable GPU: "
+        f"{reason}; scores are incomplete"
+    )
+
+
+def summary_text(scores: list[SubmissionScore], lab_titles: dict[str, str]) -> str:
+    lines = [f"Class summary: {len(scores)} submissions"]
+    notice = gpu_skip_notice(scores)
+    if notice:
+        lines += ["", "!" * 78, notice, "!" * 78]
+    for lab_id, title in lab_titles.items():
+        lines += [""] + _lab_summary(lab_id, title, scores)
+    totals = [score.points for score in scores]
+    overall = lab_statistics(totals)
+    if overall:
+        lines += [
+            "",
+            f"Total: mean {format_points(overall.mean)}  median {format_points(overall.median)}  "
+            f"min {format_points(overall.low)}  max {format_points(overall.high)}",
+        ]
+    errors = [score for score in scores if score.error]
+    if errors:
+        lines += ["", "The grader failed on these submissions (their scores are incomplete):"]
+        lines += [f"  {score.student_id}: {score.error}" for score in errors]
+    refused = [score for score in scores if score.refused]
+    if refused:
+        lines += ["", "Submissions with files not accepted (read the reasons in their feedback.txt):"]
+        lines += [
+            f"  {score.student_id}: " + ", ".join(item.path for item in score.refused) for score in refused
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _lab_summary(lab_id: str, title: str, scores: list[SubmissionScore]) -> list[str]:
+    labs = [(score.student_id, score.lab(lab_id)) for score in scores]
+    labs = [(student, lab) for student, lab in labs if lab is not None]
+    if not labs:
+        return [f"Lab {lab_id}: {title}: nobody graded"]
+    stats = lab_statistics([lab.points for _, lab in labs])
+    assert stats is not None
+    lines = [
+        f"Lab {lab_id}: {title} (max {format_points(labs[0][1].max_points)})",
+        f"  mean {format_points(stats.mean)}  median {format_points(stats.median)}  "
+        f"min {format_points(stats.low)}  max {format_points(stats.high)}",
+        "  passed by:",
+    ]
+    for index, test in enumerate(labs[0][1].tests):
+        passed = sum(1 for _, lab in labs if lab.tests[index].status == "passed")
+        lines.append(f"    {100 * passed / len(labs):5.1f}%  ({passed}/{len(labs)})  {test.name}")
+    unbuilt = [(student, lab.problem) for student, lab in labs if lab.problem]
+    if unbuilt:
+        lines.append("  not built: " + ", ".join(f"{student} ({problem})" for student, problem in unbuilt))
+    return lines

@@ -1,0 +1,252 @@
+"""Stage 4, run: each rubric test in its own process, its result read from Catch2's XML reporter.
+
+One process per test because a CUDA fault is sticky for the rest of its process (DESIGN.md).
+The result comes only from the XML file Catch2 writes for the exact test requested; an exit
+code of 0 without that file is a crash, never a pass.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import GraderError
+from .proc import ProcessResult, run_limited
+
+STATUSES = ("passed", "failed", "skipped", "crashed", "timed_out", "missing", "not_built")
+EXIT_ALL_SKIPPED = 4  # Catch2's exit code when every selected test was skipped
+METRIC_LINE = re.compile(r"^kit-metric\s+([A-Za-z_][A-Za-z0-9_]*)=(\S+)$")
+ENV_KEPT = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES")
+ENV_KEPT_PREFIXES = ("NVIDIA_",)
+# Elements whose text explains a failure, in the order Catch2 writes them.
+MESSAGE_TAGS = ("Info", "Failure", "Exception", "FatalErrorCondition")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    timeout: float = 120.0  # seconds per test
+    output_limit: int = 64 * 1024  # bytes of console output kept per test
+
+
+@dataclass(frozen=True)
+class ListedTest:
+    name: str
+    tags: tuple[str, ...]
+
+
+@dataclass
+class Outcome:
+    name: str
+    status: str  # one of STATUSES
+    messages: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+    skip_reason: str | None = None
+    duration: float = 0.0
+    output: str = ""  # the console output, bounded
+
+
+def scrubbed_env(home: Path) -> dict[str, str]:
+    """Only what a CUDA program needs: no tokens, no grader settings, a private HOME and TMPDIR."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key in ENV_KEPT or key.startswith(ENV_KEPT_PREFIXES)
+    }
+    env.setdefault("PATH", "/usr/bin:/bin")
+    env.setdefault("LANG", "C.UTF-8")
+    env["HOME"] = str(home)
+    env["TMPDIR"] = str(home)
+    return env
+
+
+def list_tests(exe: Path, work_dir: Path, config: RunConfig) -> list[ListedTest]:
+    result = run_limited(
+        [str(exe), "--list-tests", "--reporter", "xml"],
+        cwd=work_dir,
+        timeout=config.timeout,
+        output_limit=8 << 20,
+        env=scrubbed_env(work_dir),
+    )
+    if result.returncode != 0:
+        why = "timed out" if result.timed_out else f"exited with {_describe_exit(result.returncode)}"
+        raise GraderError(
+            f"{exe.name} --list-tests {why}; rebuild it and run it by hand to see why:\n"
+            + result.output[-2000:]
+        )
+    return parse_listing(result.output, exe.name)
+
+
+def parse_listing(xml_text: str, exe_name: str = "the test executable") -> list[ListedTest]:
+    start = xml_text.find("<?xml")
+    start = xml_text.find("<MatchingTests") if start < 0 else start
+    try:
+        root = ET.fromstring(xml_text[max(start, 0) :])
+    except ET.ParseError as error:
+        raise GraderError(
+            f"{exe_name} --list-tests --reporter xml printed no readable XML ({error})"
+        ) from None
+    tests = []
+    for case in root.iter("TestCase"):
+        name = (case.findtext("Name") or "").strip()
+        tags = re.findall(r"\[([^\]]*)\]", case.findtext("Tags") or "")
+        tests.append(ListedTest(name, tuple(tags)))
+    return tests
+
+
+def run_tests(
+    exe: Path,
+    names: list[str],
+    work_dir: Path,
+    config: RunConfig,
+    listed: set[str] | None = None,
+    progress: Callable[[str], None] = lambda message: None,
+) -> dict[str, Outcome]:
+    """Runs the tests one after another (they share the GPU); a name not in `listed` is missing."""
+    outcomes = {}
+    for number, name in enumerate(names, start=1):
+        if listed is not None and name not in listed:
+            outcomes[name] = Outcome(name, "missing", [f"{exe.name} does not contain this test"])
+            continue
+        progress(f"test {number}/{len(names)}: {name}")
+        outcomes[name] = run_test(exe, name, work_dir, config)
+    return outcomes
+
+
+def run_test(exe: Path, name: str, work_dir: Path, config: RunConfig) -> Outcome:
+    run_dir = Path(tempfile.mkdtemp(prefix="test-", dir=work_dir))
+    xml_path = run_dir / "result.xml"
+    command = [
+        str(exe),
+        name,
+        "--reporter",
+        f"xml::out={xml_path}",
+        "--reporter",
+        "console::colour-mode=none",
+    ]
+    result = run_limited(
+        command,
+        cwd=run_dir,
+        timeout=config.timeout,
+        output_limit=config.output_limit,
+        env=scrubbed_env(run_dir),
+    )
+    return outcome_from(name, result, xml_path, config)
+
+
+def outcome_from(name: str, result: ProcessResult, xml_path: Path, config: RunConfig) -> Outcome:
+    """Decides one test's status from its exit and its XML; the XML must be for this test."""
+    outcome = Outcome(name, "crashed", duration=result.duration, output=result.output)
+    if result.timed_out:
+        outcome.status = "timed_out"
+        outcome.messages.append(
+            f"timed out after {config.timeout:g} s; the test's processes were killed "
+            "(look for a kernel or loop that never ends)"
+        )
+        return outcome
+    parsed = _read_result(xml_path, name)
+    if isinstance(parsed, str):
+        outcome.messages.append(f"{parsed} ({_describe_exit(result.returncode)})")
+        return outcome
+    _fill_from_xml(outcome, parsed)
+    success = parsed.find("OverallResult")
+    passed = success is not None and success.get("success") == "true"
+    skipped = success is not None and success.get("skips", "0") not in ("", "0")
+    if result.returncode is not None and result.returncode < 0:
+        outcome.messages.insert(0, f"crashed: {_describe_exit(result.returncode)}")
+    elif not passed:
+        outcome.status = "failed"
+    elif skipped and result.returncode in (0, EXIT_ALL_SKIPPED):
+        outcome.status = "skipped"
+    elif result.returncode == 0:
+        outcome.status = "passed"
+    else:
+        outcome.messages.append(
+            f"the result file says passed but the process {_describe_exit(result.returncode)}"
+        )
+    return outcome
+
+
+def _read_result(xml_path: Path, name: str) -> ET.Element | str:
+    """The TestCase element for `name`, or why there is none."""
+    try:
+        root = ET.parse(xml_path).getroot()
+    except FileNotFoundError:
+        return "no result file: the test process ended before Catch2 wrote its report"
+    except ET.ParseError:
+        return "no result file: the report Catch2 wrote is incomplete or garbled"
+    cases = list(root.iter("TestCase"))
+    if len(cases) != 1 or cases[0].get("name") != name:
+        found = ", ".join(repr(case.get("name")) for case in cases) or "none"
+        return f"no result file for this test: the report holds {found}"
+    return cases[0]
+
+
+def _fill_from_xml(outcome: Outcome, case: ET.Element) -> None:
+    for element in case.iter():
+        text = _element_text(element)
+        if element.tag == "Skip":
+            outcome.skip_reason = outcome.skip_reason or text or "skipped"
+        elif element.tag == "Warning":
+            _read_warning(outcome, text)
+        elif element.tag == "Expression" and element.get("success") == "false":
+            original = _element_text(element.find("Original"))
+            expanded = _element_text(element.find("Expanded"))
+            kind = element.get("type", "CHECK")
+            _add_message(
+                outcome,
+                f"{kind}( {original} ) with expansion: {expanded}"
+                if expanded != original
+                else f"{kind}( {original} )",
+            )
+        elif element.tag in MESSAGE_TAGS and text:
+            _add_message(outcome, text)
+
+
+def _read_warning(outcome: Outcome, text: str) -> None:
+    for line in text.splitlines():
+        match = METRIC_LINE.match(line.strip())
+        if match:
+            try:
+                value = float(match.group(2))
+            except ValueError:
+                continue
+            if value == value and abs(value) != float("inf"):  # NaN or infinity is no measurement
+                outcome.metrics[match.group(1)] = value
+        elif line.strip():
+            _add_message(outcome, line.strip())
+
+
+def _add_message(outcome: Outcome, text: str) -> None:
+    # Catch2 repeats INFO/CAPTURE messages before every failure they accompany: keep each once.
+    if text not in outcome.messages:
+        outcome.messages.append(text)
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.lower().startswith("hint:"):
+            hint = stripped[len("hint:") :].strip()
+            if hint and hint not in outcome.hints:
+                outcome.hints.append(hint)
+
+
+def _element_text(element: ET.Element | None) -> str:
+    if element is None or element.text is None:
+        return ""
+    return "\n".join(line.strip() for line in element.text.strip().splitlines())
+
+
+def _describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "was killed"
+    if returncode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"

@@ -1,0 +1,170 @@
+"""Stage 5, score: rubric + outcomes -> points per test, with a reason for every point lost."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from .build import BuildResult
+from .collect import Refusal
+from .rubric import Lab, RubricTest
+from .run import Outcome
+
+MESSAGES_KEPT = 8  # failure messages shown per test; the hints come first anyway
+
+
+@dataclass
+class TestScore:
+    name: str
+    points: float
+    max_points: float
+    status: str  # an Outcome status: passed, failed, skipped, crashed, timed_out, missing, not_built
+    reasons: list[str] = field(default_factory=list)  # why points were lost (or why it was not run)
+    visibility: str = "visible"
+    hints: list[str] = field(default_factory=list)  # the failure's hint lines, then the rubric's hint
+    details: list[str] = field(default_factory=list)  # the failure messages Catch2 reported
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def full_marks(self) -> bool:
+        return self.points >= self.max_points and self.status == "passed"
+
+
+@dataclass
+class LabScore:
+    lab_id: str
+    slug: str
+    title: str
+    tests: list[TestScore]
+    problem: str | None = None  # why the lab was not built or run, once for all its tests
+    build_log: str = ""
+
+    @property
+    def points(self) -> float:
+        return round(sum(test.points for test in self.tests), 2)
+
+    @property
+    def max_points(self) -> float:
+        return round(sum(test.max_points for test in self.tests), 2)
+
+    @property
+    def skipped(self) -> list[TestScore]:
+        return [test for test in self.tests if test.status == "skipped"]
+
+
+@dataclass
+class SubmissionScore:
+    student_id: str
+    labs: list[LabScore] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+    error: str | None = None  # the grader failed on this submission; the scores are incomplete
+    duration: float = 0.0
+
+    @property
+    def points(self) -> float:
+        return round(sum(lab.points for lab in self.labs), 2)
+
+    @property
+    def max_points(self) -> float:
+        return round(sum(lab.max_points for lab in self.labs), 2)
+
+    def lab(self, lab_id: str) -> LabScore | None:
+        return next((lab for lab in self.labs if lab.lab_id == lab_id), None)
+
+
+def partial_points(points: float, test: RubricTest, value: float) -> float:
+    assert test.partial is not None
+    return round(points * test.partial.fraction(value), 2)
+
+
+def score_test(test: RubricTest, outcome: Outcome) -> TestScore:
+    score = TestScore(
+        name=test.name,
+        points=0.0,
+        max_points=test.points,
+        status=outcome.status,
+        visibility=test.visibility,
+        metrics=dict(outcome.metrics),
+        details=outcome.messages[:MESSAGES_KEPT],
+    )
+    if outcome.status == "passed":
+        score.points = test.points
+        if test.partial is not None:
+            _apply_partial(score, test)
+    elif outcome.status == "skipped":
+        score.reasons.append(f"not run: {outcome.skip_reason or 'skipped'}")
+    else:
+        score.reasons.append(_status_reason(outcome))
+    if score.points < score.max_points and outcome.status != "skipped":
+        score.hints = list(outcome.hints) + ([test.hint] if test.hint else [])
+    return score
+
+
+def _apply_partial(score: TestScore, test: RubricTest) -> None:
+    partial = test.partial
+    assert partial is not None
+    value = score.metrics.get(partial.metric)
+    if value is None:
+        score.points = 0.0
+        score.reasons.append(
+            f"no {partial.metric} reported, so no credit (the test passed but did not measure)"
+        )
+        return
+    score.points = partial_points(test.points, test, value)
+    if score.points < test.points:
+        score.reasons.append(
+            f"{partial.metric} = {value:.3g}: full points at {partial.full_at:g} or less, none at "
+            f"{partial.zero_at:g} or more"
+        )
+
+
+def _status_reason(outcome: Outcome) -> str:
+    first = outcome.messages[0] if outcome.messages else ""
+    if outcome.status == "failed":
+        return "failed"
+    if outcome.status == "crashed":
+        return first if first.startswith("crashed") else f"crashed: {first or 'no result'}"
+    if outcome.status == "timed_out":
+        return first or "timed out"
+    if outcome.status == "missing":
+        return "the test executable does not contain this test (a kit problem: tell your instructor)"
+    return first or outcome.status
+
+
+def score_lab(lab: Lab, build: BuildResult, outcomes: dict[str, Outcome]) -> LabScore:
+    if not build.ok:
+        return score_unbuilt_lab(lab, build.problem or "not built", build.log_tail)
+    tests = [score_test(test, outcomes.get(test.name) or Outcome(test.name, "missing")) for test in lab.tests]
+    return LabScore(lab.id, lab.slug, lab.title, tests)
+
+
+def score_unbuilt_lab(lab: Lab, problem: str, build_log: str = "") -> LabScore:
+    """Every test of the lab earns nothing; the problem (and compiler output) is told once, at the lab."""
+    tests = [
+        TestScore(
+            name=test.name,
+            points=0.0,
+            max_points=test.points,
+            status="not_built",
+            reasons=[f"not run: {problem}"],
+            visibility=test.visibility,
+        )
+        for test in lab.tests
+    ]
+    return LabScore(lab.id, lab.slug, lab.title, tests, problem=problem, build_log=build_log)
+
+
+@dataclass(frozen=True)
+class Statistics:
+    mean: float
+    median: float
+    low: float
+    high: float
+
+
+def lab_statistics(points: list[float]) -> Statistics | None:
+    if not points:
+        return None
+    return Statistics(
+        round(statistics.fmean(points), 2), round(statistics.median(points), 2), min(points), max(points)
+    )

@@ -1,0 +1,1 @@
+"""The grader's own tests (pytest); run: python -m pytest grader"""

@@ -1,0 +1,232 @@
+"""Fixtures: a small fake kit (two labs), a fake cmake and a fake Catch2 executable.
+
+Nothing here needs CMake, a compiler or a GPU: the fakes answer as the real tools do, and the
+student's file steers them with comment lines (see fakes/fake_cmake.py).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from grader.build import BuildConfig
+from grader.pipeline import GradeOptions
+from grader.rubric import Kit, load_kit
+from grader.run import RunConfig
+
+FAKES = Path(__file__).parent / "fakes"
+
+LAB02_TESTS = [
+    ("result matches the host reference for small widths", "[lab02][correctness][gpu]", 10),
+    ("result matches when the width is not a multiple of the block", "[lab02][correctness][gpu]", 10),
+    ("host function rejects a width of zero", "[lab02][correctness][cpu]", 5),
+    ("kernel speed is close to the reference kernel", "[lab02][performance][gpu]", 10),
+    ("result matches on hidden widths", "[lab02][correctness][gpu]", 5),
+]
+LAB03_TESTS = [
+    ("tiled result matches the host reference", "[lab03][correctness][gpu]", 20),
+]
+
+LAB02_RUBRIC = """\
+[lab]
+id = "02"
+slug = "02_demo"
+title = "Demo matmul"
+executable = "lab02_tests"
+student_files = ["demo.cu"]
+
+[[test]]
+name = "result matches the host reference for small widths"
+points = 10
+hint = "README section 3: row from y, col from x."
+
+[[test]]
+name = "result matches when the width is not a multiple of the block"
+points = 10
+visibility = "visible"
+
+[[test]]
+name = "host function rejects a width of zero"
+points = 5
+
+[[test]]
+name = "kernel speed is close to the reference kernel"
+points = 10
+[test.partial]
+metric = "time_ratio"
+full_at = 1.25
+zero_at = 3.0
+
+[[test]]
+name = "result matches on hidden widths"
+points = 5
+visibility = "hidden"
+"""
+
+LAB03_RUBRIC = """\
+[lab]
+id = "03"
+slug = "03_other"
+title = "Other lab"
+executable = "lab03_tests"
+student_files = ["other.cu"]
+
+[[test]]
+name = "tiled result matches the host reference"
+points = 20
+"""
+
+REFERENCE_02 = """\
+// Lab 02 reference.
+#include <cuda_runtime.h>
+#include "demo.h"
+#include "kit/cuda_check.hpp"
+
+__global__ void demo_kernel(float* P, int width) {
+  // KIT:TODO(begin) Compute row and col, return outside the matrix,
+  // KIT:TODO        then store the dot product.
+  int row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row >= width) return;
+  P[row] = 1.0f;
+  // KIT:TODO(end)
+}
+
+int demo_host(int width) {
+  // KIT:TODO(begin) Return the width.
+  // KIT:SKELETON return 0;
+  return width;
+  // KIT:TODO(end)
+}
+"""
+
+REFERENCE_03 = """\
+// Lab 03 reference.
+#include "other.h"
+int other() {
+  // KIT:TODO(begin) Return 3.
+  // KIT:SKELETON return 0;
+  return 3;
+  // KIT:TODO(end)
+}
+"""
+
+MUTANT_TRANSPOSED = """\
+// kit-mutant: transposed
+// kit-file: demo.cu
+// kit-expect-loss: 20
+// kit-expect-hint: transposed
+// kit-description: reads N transposed
+// FAKE-OUTCOME: fail:mismatch at (0,1)\\nhint: the result looks transposed | result matches the host reference for small widths
+// FAKE-OUTCOME: fail:mismatch | result matches when the width is not a multiple of the block
+#include "demo.h"
+int demo_host(int width) { return width; }
+"""
+
+MUTANT_BROKEN = """\
+// kit-mutant: broken
+// kit-expect-loss: all
+// kit-expect-hint: error
+// FAKE-COMPILE-ERROR
+#include "demo.h"
+int demo_host(int width) { return width }
+"""
+
+
+@dataclass
+class FakeKit:
+    kit: Kit
+    cmake: Path
+
+    @property
+    def root(self) -> Path:
+        return self.kit.root
+
+    def options(self, labs: list[str] | None = None, **run) -> GradeOptions:
+        return GradeOptions(
+            labs=self.kit.select(labs),
+            build=BuildConfig(cmake=str(self.cmake), generator=None, jobs=1, timeout=30),
+            run=RunConfig(timeout=run.get("timeout", 10)),
+            work_root=self.root.parent / "work",
+        )
+
+    def reload(self) -> FakeKit:
+        return FakeKit(load_kit(self.root), self.cmake)
+
+
+def make_executable(source: Path, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / source.name
+    shutil.copy(source, target)
+    target.chmod(0o755)
+    return target
+
+
+def write_fake_catch2(folder: Path, name: str, tests: list[dict]) -> Path:
+    """A fake test executable named `name` in folder, answering for the given tests."""
+    exe = folder / name
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(FAKES / "fake_catch2.py", exe)
+    exe.chmod(0o755)
+    (folder / f"{name}.json").write_text(json.dumps({"tests": tests}))
+    return exe
+
+
+@pytest.fixture
+def fake_tools(tmp_path: Path) -> Path:
+    tools = tmp_path / "tools"
+    make_executable(FAKES / "fake_catch2.py", tools)
+    return make_executable(FAKES / "fake_cmake.py", tools)
+
+
+@pytest.fixture
+def fake_kit(tmp_path: Path, fake_tools: Path) -> FakeKit:
+    root = tmp_path / "kit"
+    files = {
+        "labs/02_demo/rubric.toml": LAB02_RUBRIC,
+        "labs/02_demo/demo.h": "#pragma once\nint demo_host(int width);\n",
+        "labs/02_demo/demo.cu": '// skeleton\n#include "demo.h"\nint demo_host(int width) { return 0; }\n',
+        "labs/02_demo/tests/test_demo.cpp": "// public tests\n",
+        "labs/03_other/rubric.toml": LAB03_RUBRIC,
+        "labs/03_other/other.h": "#pragma once\nint other();\n",
+        "labs/03_other/other.cu": "// skeleton\nint other() { return 0; }\n",
+        "solutions/02_demo/demo.cu": REFERENCE_02,
+        "solutions/02_demo/mutants/transposed.cu": MUTANT_TRANSPOSED,
+        "solutions/02_demo/mutants/broken.cu": MUTANT_BROKEN,
+        "solutions/03_other/other.cu": REFERENCE_03,
+        "CMakeLists.txt": "# fake\n",
+        "build/old_build_output.txt": "must not be copied into a stage\n",
+        "grades/20250101-000000/summary.txt": "must not be copied\n",
+        ".git/HEAD": "ref: refs/heads/main\n",
+    }
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    spec = {
+        "lab02_tests": {
+            "slug": "02_demo",
+            "tests": [
+                {
+                    "name": name,
+                    "tags": tags,
+                    "behaviour": "metric:time_ratio=1.0" if "speed" in name else "pass",
+                }
+                for name, tags, _ in LAB02_TESTS
+            ],
+        },
+        "lab03_tests": {
+            "slug": "03_other",
+            "tests": [{"name": name, "tags": tags, "behaviour": "pass"} for name, tags, _ in LAB03_TESTS],
+        },
+    }
+    (root / "fake_kit.json").write_text(json.dumps(spec))
+    return FakeKit(load_kit(root), fake_tools)
+
+
+def dedent(text: str) -> str:
+    return textwrap.dedent(text)

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""A stand-in for a Catch2 v3 test executable, answering as the real one does (XML reporter).
+
+Its tests come from <this file>.json: {"tests": [{"name", "tags", "behaviour"}]}. Behaviours:
+pass, fail:<text>, expr, skip:<reason>, metric:<name>=<value>, crash, hang, noxml, garbled,
+wrongname, spam, env.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from xml.sax.saxutils import escape, quoteattr
+
+SPEC = json.load(open(os.path.realpath(sys.argv[0]) + ".json"))
+TESTS = {test["name"]: test for test in SPEC["tests"]}
+
+
+def listing():
+    print('<?xml version="1.0" encoding="UTF-8"?>\n<MatchingTests>')
+    for test in SPEC["tests"]:
+        print(
+            f"  <TestCase>\n    <Name>{escape(test['name'])}</Name>\n    <ClassName/>\n"
+            f"    <Tags>{escape(test['tags'])}</Tags>\n  </TestCase>"
+        )
+    print("</MatchingTests>")
+
+
+def document(name, body, success, skips=0):
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<Catch2TestRun name="fake" catch2-version="3.7.1">\n'
+        f'  <TestCase name={quoteattr(name)} tags="[lab02]" filename="t.cpp" line="1">\n{body}'
+        f'    <OverallResult success="{str(success).lower()}" skips="{skips}"/>\n  </TestCase>\n'
+        f'  <OverallResults successes="0" failures="0" expectedFailures="0" skips="{skips}"/>\n'
+        f"</Catch2TestRun>\n"
+    )
+
+
+def element(tag, text):
+    return f'    <{tag} filename="t.cpp" line="7">\n      {escape(text)}\n    </{tag}>\n'
+
+
+def run(name, out):
+    behaviour = TESTS[name]["behaviour"]
+    kind, _, arg = behaviour.partition(":")
+
+    def write(text):
+        with open(out, "w") as handle:
+            handle.write(text)
+
+    if kind == "pass":
+        write(document(name, "", True))
+        return 0
+    if kind == "fail":
+        write(
+            document(
+                name,
+                element("Info", "width := 17")
+                + element("Failure", arg)
+                + element("Info", "width := 17")
+                + element("Failure", arg),
+                False,
+            )
+        )
+        return 42
+    if kind == "expr":
+        body = (
+            '    <Expression success="false" type="REQUIRE" filename="t.cpp" line="9">\n'
+            "      <Original>\n        got == expected\n      </Original>\n"
+            "      <Expanded>\n        3 == 4\n      </Expanded>\n    </Expression>\n"
+        )
+        write(document(name, body, False))
+        return 42
+    if kind == "skip":
+        write(document(name, element("Skip", arg), True, skips=1))
+        return 4
+    if kind == "metric":
+        write(document(name, element("Warning", f"kit-metric {arg}"), True))
+        return 0
+    if kind == "crash":
+        open(out, "w").write(
+            document(name, element("FatalErrorCondition", "SIGSEGV - Segmentation violation signal"), False)
+        )
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if kind == "hang":
+        child = subprocess.Popen(["sleep", "60"])
+        open(arg, "w").write(str(child.pid)) if arg else None
+        time.sleep(60)
+    if kind == "noxml":
+        return 0
+    if kind == "garbled":
+        write('<?xml version="1.0"?>\n<Catch2TestRun><TestCase name="x"')
+        return 0
+    if kind == "wrongname":
+        write(document("some other test", "", True))
+        return 0
+    if kind == "spam":
+        sys.stdout.write("x" * (1 << 20))
+        write(document(name, "", True))
+        return 0
+    if kind == "env":
+        write(document(name, element("Failure", " ".join(sorted(os.environ))), False))
+        return 42
+    raise SystemExit(f"fake_catch2: unknown behaviour {behaviour}")
+
+
+def main(argv):
+    if "--list-tests" in argv:
+        listing()
+        return 0
+    name = argv[0]
+    out = next(arg.split("::out=", 1)[1] for arg in argv if arg.startswith("xml::out="))
+    if name not in TESTS:
+        print(f"No test cases matched '{name}'")
+        return 2
+    return run(name, out)
+
+
+sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,215 @@
+"""collect.py: submissions as folders and archives, and everything that must be refused."""
+
+import io
+import os
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.collect import MAX_FILE_BYTES, collect_submission, find_submissions, student_id_for
+
+GOOD = b'#include "demo.h"\nint demo_host(int width) { return width; }\n'
+OTHER = b"int other() { return 3; }\n"
+
+
+def make_zip(path: Path, entries: dict[str, bytes], links: dict[str, str] | None = None) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+        for name, target in (links or {}).items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = 0o120777 << 16
+            archive.writestr(info, target)
+    return path
+
+
+def make_tar(
+    path: Path, entries: dict[str, bytes], mode: str = "w:gz", links: dict[str, str] | None = None
+) -> Path:
+    with tarfile.open(path, mode) as archive:
+        for name, data in entries.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+        for name, target in (links or {}).items():
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            archive.addfile(info)
+    return path
+
+
+def make_folder(path: Path, entries: dict[str, bytes]) -> Path:
+    for name, data in entries.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_bytes(data)
+    return path
+
+
+def reasons(submission) -> dict[str, str]:
+    return {item.path: item.reason for item in submission.refused}
+
+
+def test_a_flat_folder_is_accepted(fake_kit, tmp_path):
+    folder = make_folder(tmp_path / "alice", {"demo.cu": GOOD, "other.cu": OTHER})
+    submission = collect_submission(folder, fake_kit.kit)
+    assert submission.student_id == "alice"
+    assert submission.files == {"02_demo": {"demo.cu": GOOD}, "03_other": {"other.cu": OTHER}}
+    assert submission.refused == []
+
+
+@pytest.mark.parametrize("suffix, mode", [(".tar.gz", "w:gz"), (".tgz", "w:gz"), (".tar", "w")])
+def test_tar_archives_at_kit_paths_are_accepted(fake_kit, tmp_path, suffix, mode):
+    path = make_tar(tmp_path / f"bob{suffix}", {"labs/02_demo/demo.cu": GOOD}, mode)
+    submission = collect_submission(path, fake_kit.kit)
+    assert submission.student_id == "bob"
+    assert submission.files == {"02_demo": {"demo.cu": GOOD}}
+    assert submission.missing_files(fake_kit.kit.labs[1]) == ["other.cu"]
+
+
+def test_a_zipped_folder_is_unwrapped_and_os_junk_ignored(fake_kit, tmp_path):
+    path = make_zip(
+        tmp_path / "carol.zip",
+        {
+            "carol-lab/demo.cu": GOOD,
+            "carol-lab/.DS_Store": b"junk",
+            "__MACOSX/carol-lab/._demo.cu": b"junk",
+            "carol-lab/Thumbs.db": b"junk",
+        },
+    )
+    submission = collect_submission(path, fake_kit.kit)
+    assert submission.files == {"02_demo": {"demo.cu": GOOD}}
+    assert submission.refused == []
+
+
+@pytest.mark.parametrize("name", ["Demo.cu", "demo (1).cu", "demo.cu.txt", "dmeo.cu"])
+def test_an_oddly_named_file_is_refused_with_a_suggestion(fake_kit, tmp_path, name):
+    folder = make_folder(tmp_path / "dave", {name: GOOD})
+    submission = collect_submission(folder, fake_kit.kit)
+    assert submission.files == {}
+    assert "did you mean demo.cu?" in reasons(submission)[name]
+
+
+def test_an_extra_file_is_refused_and_the_rest_graded(fake_kit, tmp_path):
+    folder = make_folder(
+        tmp_path / "erin", {"demo.cu": GOOD, "notes.txt": b"hello", "tests/test_demo.cpp": b"x"}
+    )
+    submission = collect_submission(folder, fake_kit.kit)
+    assert submission.files == {"02_demo": {"demo.cu": GOOD}}
+    assert "not a file of any lab" in reasons(submission)["notes.txt"]
+    assert "tests/test_demo.cpp" in reasons(submission)
+
+
+def test_a_lab_file_in_an_odd_folder_is_refused_with_where_to_put_it(fake_kit, tmp_path):
+    folder = make_folder(tmp_path / "fay", {"src/demo.cu": GOOD, "other.cu": OTHER})
+    assert "put it at the top" in reasons(collect_submission(folder, fake_kit.kit))["src/demo.cu"]
+
+
+def test_path_traversal_and_absolute_paths_are_refused(fake_kit, tmp_path):
+    path = make_zip(
+        tmp_path / "mallory.zip", {"../../demo.cu": GOOD, "/etc/demo.cu": GOOD, "other.cu": OTHER}
+    )
+    submission = collect_submission(path, fake_kit.kit)
+    refused = reasons(submission)
+    assert "escapes the submission" in refused["../../demo.cu"]
+    assert "absolute path" in refused["/etc/demo.cu"]
+    assert submission.files == {"03_other": {"other.cu": OTHER}}
+
+
+def test_symbolic_links_are_refused_in_folders_zips_and_tars(fake_kit, tmp_path):
+    folder = make_folder(tmp_path / "sym", {"other.cu": OTHER})
+    os.symlink("/etc/passwd", folder / "demo.cu")
+    os.symlink("/etc", folder / "etc_dir")
+    refused = reasons(collect_submission(folder, fake_kit.kit))
+    assert "link" in refused["demo.cu"] and "link" in refused["etc_dir"]
+    zipped = collect_submission(
+        make_zip(tmp_path / "z.zip", {}, links={"demo.cu": "/etc/passwd"}), fake_kit.kit
+    )
+    assert "link" in reasons(zipped)["demo.cu"] and zipped.files == {}
+    tarred = collect_submission(
+        make_tar(tmp_path / "t.tgz", {}, links={"demo.cu": "/etc/passwd"}), fake_kit.kit
+    )
+    assert "link" in reasons(tarred)["demo.cu"] and tarred.files == {}
+
+
+def test_an_oversized_file_is_refused(fake_kit, tmp_path):
+    folder = make_folder(tmp_path / "big", {"demo.cu": b"//" + b"x" * MAX_FILE_BYTES})
+    submission = collect_submission(folder, fake_kit.kit)
+    assert "over the" in reasons(submission)["demo.cu"] and submission.files == {}
+
+
+def test_duplicates_with_different_contents_are_all_refused(fake_kit, tmp_path):
+    path = make_zip(tmp_path / "dup.zip", {"demo.cu": GOOD, "labs/02_demo/demo.cu": GOOD + b"// changed\n"})
+    submission = collect_submission(path, fake_kit.kit)
+    assert submission.files == {}
+    assert all("duplicate" in reason for reason in reasons(submission).values())
+    assert len(submission.refused) == 2
+
+
+def test_identical_duplicates_keep_one_copy(fake_kit, tmp_path):
+    path = make_zip(tmp_path / "dup.zip", {"demo.cu": GOOD, "labs/02_demo/demo.cu": GOOD})
+    submission = collect_submission(path, fake_kit.kit)
+    assert submission.files == {"02_demo": {"demo.cu": GOOD}}
+    assert len(submission.refused) == 1 and "same contents" in submission.refused[0].reason
+
+
+def test_a_screened_source_is_refused_with_line_and_token(fake_kit, tmp_path):
+    bad = b'#include "demo.h"\n#include <cstdlib>\nint demo_host(int w) { exit(1); return w; }\n'
+    submission = collect_submission(make_folder(tmp_path / "eve", {"demo.cu": bad}), fake_kit.kit)
+    reason = reasons(submission)["demo.cu"]
+    assert submission.files == {}
+    assert "line 2" in reason and "<cstdlib>" in reason
+    assert "line 3" in reason and "`exit`" in reason and "submit again" in reason
+
+
+def test_a_binary_file_is_refused(fake_kit, tmp_path):
+    submission = collect_submission(make_folder(tmp_path / "bin", {"demo.cu": b"\x7fELF\0\0"}), fake_kit.kit)
+    assert "not a text file" in reasons(submission)["demo.cu"]
+
+
+def test_a_corrupt_archive_is_a_grader_error_naming_it(fake_kit, tmp_path):
+    path = tmp_path / "broken.zip"
+    path.write_bytes(b"this is not a zip")
+    with pytest.raises(Exception, match="broken.zip cannot be read"):
+        collect_submission(path, fake_kit.kit)
+
+
+def test_student_ids_drop_archive_extensions_and_odd_characters():
+    assert student_id_for(Path("alice.tar.gz")) == "alice"
+    assert student_id_for(Path("Bob Smith.zip")) == "Bob_Smith"
+    assert student_id_for(Path("carol")) == "carol"
+
+
+def test_find_submissions_tells_a_class_from_a_submission(fake_kit, tmp_path):
+    klass = tmp_path / "class"
+    make_folder(klass / "alice", {"demo.cu": GOOD})
+    make_zip(klass / "bob.zip", {"demo.cu": GOOD})
+    (klass / "roster.csv").write_text("not a submission")
+    single = make_folder(tmp_path / "zed", {"demo.cu": GOOD})
+    found = find_submissions([klass, single], fake_kit.kit)
+    assert [(sid, path.name) for sid, path in found] == [
+        ("alice", "alice"),
+        ("bob", "bob.zip"),
+        ("zed", "zed"),
+    ]
+
+
+def test_find_submissions_refuses_two_submissions_with_one_id(fake_kit, tmp_path):
+    make_folder(tmp_path / "class" / "alice", {"demo.cu": GOOD})
+    make_zip(tmp_path / "class" / "alice.zip", {"demo.cu": GOOD})
+    with pytest.raises(Exception, match="both be graded as 'alice'"):
+        find_submissions([tmp_path / "class"], fake_kit.kit)
+
+
+def test_a_data_file_is_not_screened_as_source(fake_kit, tmp_path):
+    rubric = fake_kit.root / "labs/03_other/rubric.toml"
+    rubric.write_text(rubric.read_text().replace('["other.cu"]', '["other.cu", "answers.toml"]'))
+    kit = fake_kit.reload().kit
+    answers = b'[q1]\nexit_code = "system"\n'  # words the screen refuses in code
+    submission = collect_submission(
+        make_folder(tmp_path / "amy", {"answers.toml": answers, "other.cu": OTHER}), kit
+    )
+    assert submission.refused == []
+    assert submission.files == {"03_other": {"other.cu": OTHER, "answers.toml": answers}}

@@ -1,0 +1,56 @@
+"""The one test that uses the real tools: lab 02's reference, built with CMake and nvcc, then run.
+
+Skipped where nvcc, cmake or the lab are missing. Without a GPU the [gpu] tests are skipped by
+the tests themselves; then only the CPU tests must pass. KIT_TEST_CUDA_ARCH picks the
+architecture to compile for (default: the GPU's, or 75 alone when there is none, to be quick).
+"""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from grader.build import BuildConfig
+from grader.collect import submission_from_files
+from grader.mutants import reference_files
+from grader.pipeline import GradeOptions, grade_submission
+from grader.rubric import find_kit_root, load_kit
+from grader.run import RunConfig
+
+KIT_ROOT = find_kit_root()
+RUBRIC = KIT_ROOT / "labs" / "02_naive_matmul" / "rubric.toml"
+
+
+def has_gpu() -> bool:
+    if not shutil.which("nvidia-smi"):
+        return False
+    return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+
+
+@pytest.mark.integration
+def test_lab02_reference_builds_runs_and_earns_every_point_that_can_run(tmp_path):
+    missing = [tool for tool in ("nvcc", "cmake") if not shutil.which(tool)]
+    if missing or not RUBRIC.is_file() or not (KIT_ROOT / "solutions" / "02_naive_matmul").is_dir():
+        pytest.skip(f"needs nvcc, cmake and lab 02 with its solution (missing: {missing or 'the lab'})")
+    kit = load_kit(KIT_ROOT)
+    lab = kit.select(["02"])[0]
+    submission = submission_from_files("reference", reference_files(kit, [lab]), kit)
+    assert submission.refused == [], "the source screen refuses the reference"
+
+    arch = os.environ.get("KIT_TEST_CUDA_ARCH") or (None if has_gpu() else "75")
+    options = GradeOptions(
+        labs=[lab],
+        build=BuildConfig(cuda_arch=arch, timeout=1200),
+        run=RunConfig(timeout=300),
+        work_root=tmp_path,
+    )
+    score = grade_submission(kit, submission, options)
+
+    assert score.error is None, score.error
+    lab_score = score.labs[0]
+    assert lab_score.problem is None, f"{lab_score.problem}\n{lab_score.build_log}"
+    not_passed = [(t.name, t.status, t.reasons, t.details) for t in lab_score.tests if t.status != "passed"]
+    assert all(status == "skipped" for _, status, _, _ in not_passed), not_passed
+    if not not_passed:
+        assert lab_score.points == lab_score.max_points, [(t.name, t.reasons) for t in lab_score.tests]

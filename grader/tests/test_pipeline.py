@@ -1,0 +1,219 @@
+"""pipeline.py and cli.py end to end, on the fake kit with the fake cmake and Catch2."""
+
+import csv
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader import cli, pipeline
+from grader.collect import collect_submission
+from grader.errors import GraderError
+from grader.pipeline import check_lab, grade_class, grade_submission
+from grader.validate import run_validate, untested_tests
+
+GOOD_02 = b'#include "demo.h"\nint demo_host(int width) { return width; }\n'
+GOOD_03 = b'#include "other.h"\nint other() { return 3; }\n'
+TRANSPOSED = (
+    b'#include "demo.h"\n// FAKE-OUTCOME: fail:mismatch\\nhint: looks transposed | '
+    b"result matches the host reference for small widths\nint demo_host(int w) { return w; }\n"
+)
+SLOW = b"// FAKE-OUTCOME: metric:time_ratio=2.125 | kernel speed is close to the reference kernel\n"
+BROKEN = b'#include "demo.h"\n// FAKE-COMPILE-ERROR\nint demo_host(int w) { return w }\n'
+
+
+def folder(path: Path, files: dict[str, bytes]) -> Path:
+    for name, data in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_bytes(data)
+    return path
+
+
+def test_a_good_submission_earns_every_point(fake_kit, tmp_path):
+    submission = collect_submission(
+        folder(tmp_path / "alice", {"demo.cu": GOOD_02, "other.cu": GOOD_03}), fake_kit.kit
+    )
+    score = grade_submission(fake_kit.kit, submission, fake_kit.options())
+    assert score.error is None
+    assert (score.points, score.max_points) == (60, 60)
+    assert not list((tmp_path / "work").iterdir())  # the work folder is cleaned up
+
+
+def test_failures_partial_credit_and_a_missing_lab(fake_kit, tmp_path):
+    path = folder(tmp_path / "bob", {"demo.cu": TRANSPOSED + SLOW, "notes.txt": b"hi"})
+    score = grade_submission(fake_kit.kit, collect_submission(path, fake_kit.kit), fake_kit.options())
+    lab02, lab03 = score.labs
+    assert lab02.points == 40 - 10 - 5
+    assert lab02.tests[0].hints == ["looks transposed", "README section 3: row from y, col from x."]
+    assert lab03.points == 0 and lab03.problem.startswith("not submitted: other.cu")
+    assert score.refused[0].path == "notes.txt"
+
+
+def test_a_compile_error_costs_only_its_lab(fake_kit, tmp_path):
+    path = folder(tmp_path / "carol", {"demo.cu": BROKEN, "other.cu": GOOD_03})
+    score = grade_submission(fake_kit.kit, collect_submission(path, fake_kit.kit), fake_kit.options())
+    assert score.lab("02").points == 0 and "error: expected" in score.lab("02").build_log
+    assert score.lab("03").points == 20
+
+
+def test_a_kit_that_cannot_configure_is_a_grader_failure_not_the_students(fake_kit, tmp_path):
+    (fake_kit.root / "FAKE_CONFIGURE_FAIL").write_text("")
+    path = folder(tmp_path / "ann", {"demo.cu": GOOD_02, "other.cu": GOOD_03})
+    score = grade_submission(fake_kit.kit, collect_submission(path, fake_kit.kit), fake_kit.options())
+    assert "CMake could not configure the kit" in score.error
+    assert score.lab("02").problem == "CMake configure failed"
+
+
+def test_a_rubric_the_executable_disagrees_with_is_a_kit_error(fake_kit, tmp_path):
+    spec = json.loads((fake_kit.root / "fake_kit.json").read_text())
+    spec["lab03_tests"]["tests"][0]["name"] = "renamed in the tests but not in the rubric"
+    (fake_kit.root / "fake_kit.json").write_text(json.dumps(spec))
+    path = folder(tmp_path / "dan", {"demo.cu": GOOD_02, "other.cu": GOOD_03})
+    score = grade_submission(fake_kit.kit, collect_submission(path, fake_kit.kit), fake_kit.options())
+    assert score.lab("02").points == 40
+    assert "kit problem" in score.lab("03").problem and "lab03" in score.error
+
+
+def test_grade_class_writes_every_report_even_when_grading_raises(fake_kit, tmp_path, monkeypatch):
+    klass = tmp_path / "class"
+    folder(klass / "alice", {"demo.cu": GOOD_02, "other.cu": GOOD_03})
+    with zipfile.ZipFile(klass / "bob.zip", "w") as archive:
+        archive.writestr("bob/demo.cu", TRANSPOSED)
+    (klass / "corrupt.zip").write_bytes(b"not a zip")
+    entries = cli.find_submissions([klass], fake_kit.kit)
+    out = tmp_path / "grades"
+    lines = []
+    scores = grade_class(fake_kit.kit, entries, fake_kit.options(), out, lines.append)
+    assert [s.student_id for s in scores] == ["alice", "bob", "corrupt"]
+    assert "[2/3] bob: building lab02 ..." in lines and "[2/3] bob: running the 5 tests of lab02 ..." in lines
+    for student in ("alice", "bob", "corrupt"):
+        assert (out / student / "results.json").is_file() and (out / student / "feedback.txt").is_file()
+    corrupt = json.loads((out / "corrupt" / "results.json").read_text())
+    assert "corrupt.zip cannot be read as a zip archive" in corrupt["output"]
+    rows = list(csv.reader((out / "gradebook.csv").open()))
+    assert rows[1:] == [
+        ["alice", "40", "20", "60", "60"],
+        ["bob", "30", "0", "30", "60"],
+        ["corrupt", "0", "0", "0", "60"],
+    ]
+    assert "The grader failed on these submissions" in (out / "summary.txt").read_text()
+
+
+def test_an_unexpected_exception_still_writes_results(fake_kit, tmp_path, monkeypatch):
+    def explode(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(pipeline, "build_labs", explode)
+    folder(tmp_path / "class" / "alice", {"demo.cu": GOOD_02})
+    scores = grade_class(
+        fake_kit.kit,
+        [("alice", tmp_path / "class" / "alice")],
+        fake_kit.options(),
+        tmp_path / "out",
+        lambda line: None,
+    )
+    assert "internal grader error: RuntimeError: disk on fire" in scores[0].error
+    results = json.loads((tmp_path / "out" / "alice" / "results.json").read_text())
+    assert "disk on fire" in results["output"] and len(results["tests"]) == 6
+
+
+def test_grade_class_refuses_an_existing_output_folder(fake_kit, tmp_path):
+    (tmp_path / "out").mkdir()
+    with pytest.raises(GraderError, match="never overwrites"):
+        grade_class(fake_kit.kit, [], fake_kit.options(), tmp_path / "out", lambda line: None)
+
+
+def test_validate_judges_the_reference_and_the_mutants(fake_kit):
+    report = run_validate(fake_kit.kit, fake_kit.options(), lambda line: None)  # both labs, once
+    rows = {(v.student, v.lab_id): v for v in report.verdicts}
+    assert set(rows) == {("reference", "02"), ("reference", "03"), ("broken", "02"), ("transposed", "02")}
+    assert all(v.verdict == "ok" for v in report.verdicts), report.verdicts
+    assert rows["broken", "02"].actual_loss == 40 and rows["transposed", "02"].hint_shown == "yes"
+    # "transposed" fails the first two tests; "broken" does not build, so it tells nothing.
+    untested = untested_tests(report, list(fake_kit.kit.labs))
+    assert untested == {"02": [test.name for test in fake_kit.kit.labs[0].tests[2:]]}
+
+
+def test_validate_fails_a_mutant_that_loses_too_little(fake_kit):
+    path = fake_kit.root / "solutions/02_demo/mutants/transposed.cu"
+    path.write_text(path.read_text().replace("kit-expect-loss: 20", "kit-expect-loss: 30"))
+    report = run_validate(fake_kit.kit, fake_kit.options(["02"]), lambda line: None)
+    assert [(v.student, v.verdict) for v in report.failed] == [("transposed", "FAIL")]
+
+
+def test_validate_without_a_gpu_says_not_run_instead_of_fail(fake_kit):
+    spec = json.loads((fake_kit.root / "fake_kit.json").read_text())
+    for test in spec["lab02_tests"]["tests"]:
+        if "[gpu]" in test["tags"]:
+            test["behaviour"] = "skip:no usable GPU: no CUDA-capable device is detected"
+    (fake_kit.root / "fake_kit.json").write_text(json.dumps(spec))
+    # A skip overrides the mutant's own FAKE-OUTCOME lines only where the real test would skip.
+    mutant = fake_kit.root / "solutions/02_demo/mutants/transposed.cu"
+    mutant.write_text(
+        "\n".join(line for line in mutant.read_text().splitlines() if "FAKE-OUTCOME" not in line)
+    )
+    report = run_validate(fake_kit.kit, fake_kit.options(["02"]), lambda line: None)
+    verdicts = {v.student: v.verdict for v in report.verdicts}
+    assert verdicts == {"reference": "not run (no GPU)", "transposed": "not run (no GPU)", "broken": "ok"}
+
+
+def test_check_runs_only_visible_tests_and_explains_performance(fake_kit, tmp_path):
+    spec = json.loads((fake_kit.root / "fake_kit.json").read_text())
+    for test in spec["lab02_tests"]["tests"]:
+        if "speed" in test["name"]:
+            test["behaviour"] = "metric:time_ratio_vs_cublas=1.8"
+    (fake_kit.root / "fake_kit.json").write_text(json.dumps(spec))
+    (fake_kit.root / "labs/02_demo/demo.cu").write_bytes(TRANSPOSED)
+    options = fake_kit.options()
+    result = check_lab(
+        fake_kit.kit,
+        fake_kit.kit.labs[0],
+        fake_kit.root / "build/student",
+        options.build,
+        options.run,
+        lambda line: None,
+    )
+    text = "\n".join(result.lines)
+    assert "FAIL  result matches the host reference for small widths" in text
+    assert "hint: looks transposed" in text
+    assert "OK    host function rejects a width of zero" in text
+    assert (
+        "PERF  kernel speed is close to the reference kernel" in text and "time_ratio_vs_cublas = 1.8" in text
+    )
+    assert "result matches on hidden widths" not in text  # hidden tests are not run by check
+    assert "Score: 15/35" in text and not result.earned_all
+
+
+def test_cli_grade_validate_and_handout_on_the_fake_kit(fake_kit, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "_configs", lambda args: (fake_kit.options().build, fake_kit.options().run))
+    kit = ["--kit", str(fake_kit.root)]
+    assert cli.main(["handout", *kit]) == 0
+    assert cli.main(["handout", "--check", *kit]) == 0
+    (fake_kit.root / "labs/02_demo/demo.cu").write_text("stale\n")
+    assert cli.main(["handout", "--check", *kit]) == 1
+    assert "run make handout" in capsys.readouterr().err
+
+    out = tmp_path / "sample"
+    assert cli.main(["grade", *kit, "--labs", "02", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "gradebook.csv",
+        "lab02-broken",
+        "lab02-transposed",
+        "reference",
+        "summary.txt",
+    ]
+    assert cli.main(["grade", *kit, "--labs", "02", "--out", str(out)]) == 2  # never overwrites
+    assert "already exists" in capsys.readouterr().err
+
+    assert cli.main(["validate", *kit, "--labs", "02"]) == 0
+    table = capsys.readouterr().out
+    assert "transposed  02" in table and "FAIL" not in table
+
+
+@pytest.mark.parametrize("command", [[], ["check"], ["grade"], ["validate"], ["handout"]])
+def test_every_command_has_help(command, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(command + ["--help"])
+    assert exited.value.code == 0
+    assert "usage: python -m grader" in capsys.readouterr().out

@@ -1,0 +1,176 @@
+"""report.py: Gradescope's results.json, feedback.txt, gradebook.csv and summary.txt."""
+
+import csv
+import json
+
+from grader.collect import Refusal
+from grader.report import (
+    feedback_text,
+    gpu_skip_notice,
+    results_json,
+    summary_text,
+    write_gradebook,
+    write_submission_report,
+)
+from grader.score import LabScore, SubmissionScore
+from grader.score import TestScore as Scored  # not named Test*, which pytest would collect
+
+GRADESCOPE_TOP_KEYS = {
+    "score",
+    "execution_time",
+    "output",
+    "visibility",
+    "stdout_visibility",
+    "tests",
+    "output_format",
+    "test_output_format",
+    "test_name_format",
+    "extra_data",
+    "leaderboard",
+}
+GRADESCOPE_TEST_KEYS = {
+    "score",
+    "max_score",
+    "status",
+    "name",
+    "name_format",
+    "number",
+    "output",
+    "output_format",
+    "tags",
+    "visibility",
+    "extra_data",
+}
+
+
+def sample_score(student="alice", skipped=False) -> SubmissionScore:
+    tests = [
+        Scored("result matches", 10, 10, "passed"),
+        Scored(
+            "result matches for odd widths",
+            0,
+            10,
+            "failed",
+            reasons=["failed"],
+            hints=["the last partial block is missing", "README section 4."],
+            details=["mismatch at (16,0)\nhint: the last partial block is missing"],
+        ),
+        Scored(
+            "kernel speed", 5, 10, "passed", reasons=["time_ratio = 2.12: ..."], metrics={"time_ratio": 2.125}
+        ),
+        Scored(
+            "hidden widths",
+            0,
+            5,
+            "failed",
+            reasons=["failed"],
+            visibility="hidden",
+            details=["secret width 1025 differs"],
+        ),
+    ]
+    if skipped:
+        tests.append(Scored("gpu thing", 0, 5, "skipped", reasons=["not run: no usable GPU: driver missing"]))
+    lab02 = LabScore("02", "02_demo", "Demo matmul", tests)
+    lab03 = LabScore(
+        "03",
+        "03_other",
+        "Other lab",
+        [Scored("tiled", 0, 20, "not_built", reasons=["not run: lab03 did not compile"])],
+        problem="lab03 did not compile",
+        build_log="other.cu(3): error: expected a ;",
+    )
+    return SubmissionScore(
+        student, [lab02, lab03], refused=[Refusal("notes.txt", "not a file of any lab")], duration=12.6
+    )
+
+
+def test_results_json_uses_only_gradescopes_documented_keys():
+    data = results_json(sample_score())
+    assert set(data) <= GRADESCOPE_TOP_KEYS
+    assert {"score", "output", "tests", "visibility", "stdout_visibility"} <= set(data)
+    for test in data["tests"]:
+        assert set(test) <= GRADESCOPE_TEST_KEYS
+        assert {"name", "score", "max_score", "status", "output", "visibility"} <= set(test)
+        assert test["status"] in ("passed", "failed")
+    json.dumps(data)  # serialisable
+
+
+def test_results_json_scores_and_statuses():
+    data = results_json(sample_score())
+    assert data["score"] == 15 and data["execution_time"] == 13
+    assert data["stdout_visibility"] == "hidden"
+    by_name = {test["name"]: test for test in data["tests"]}
+    assert by_name["lab02: result matches"]["status"] == "passed"
+    assert by_name["lab02: kernel speed"]["status"] == "failed"  # partial credit is not a pass
+    assert by_name["lab02: kernel speed"]["score"] == 5
+    assert by_name["lab02: hidden widths"]["visibility"] == "hidden"
+    assert (
+        "hint: the last partial block is missing" in by_name["lab02: result matches for odd widths"]["output"]
+    )
+    # The compiler output is in the overall output once, not under every test.
+    assert data["output"].count("expected a ;") == 1
+    assert "expected a ;" not in by_name["lab03: tiled"]["output"]
+    assert "notes.txt: not a file of any lab" in data["output"]
+
+
+def test_results_json_reports_a_grader_failure():
+    score = SubmissionScore("bob", error="bob.zip cannot be read as a zip archive")
+    data = results_json(score)
+    assert "The grader failed on this submission: bob.zip cannot be read" in data["output"]
+    assert data["score"] == 0 and data["tests"] == []
+
+
+def test_feedback_lists_every_test_with_points_reasons_and_hints():
+    text = feedback_text(sample_score())
+    assert "Lab 02: Demo matmul  (15/35)" in text
+    assert "OK    result matches                 (10/10)" in text
+    assert "FAIL  result matches for odd widths  (0/10)" in text
+    assert "hint: the last partial block is missing" in text
+    assert "hint: README section 4." in text
+    assert "mismatch at (16,0)" in text
+    assert "PART  kernel speed" in text
+    assert "lab03 did not compile" in text and "other.cu(3): error: expected a ;" in text
+    assert "notes.txt: not a file of any lab" in text
+    assert text.rstrip().endswith("Score: 15/55")
+
+
+def test_feedback_shows_a_hidden_tests_result_but_not_its_checks():
+    text = feedback_text(sample_score())
+    assert "FAIL  hidden widths" in text and "secret width 1025" not in text
+
+
+def test_reports_are_written_to_the_students_folder(tmp_path):
+    write_submission_report(tmp_path / "alice", sample_score())
+    assert json.loads((tmp_path / "alice" / "results.json").read_text())["score"] == 15
+    assert "Score: 15/55" in (tmp_path / "alice" / "feedback.txt").read_text()
+
+
+def test_gradebook_has_one_row_per_student_and_one_column_per_lab(tmp_path):
+    path = tmp_path / "gradebook.csv"
+    write_gradebook(path, [sample_score("alice"), sample_score("bob")], ["02", "03"])
+    rows = list(csv.reader(path.open()))
+    assert rows[0] == ["student", "lab02", "lab03", "total", "max"]
+    assert rows[1] == ["alice", "15", "0", "15", "55"]
+    assert [row[0] for row in rows[1:]] == ["alice", "bob"]
+
+
+def test_summary_has_statistics_pass_rates_and_build_failures():
+    text = summary_text(
+        [sample_score("alice"), sample_score("bob")], {"02": "Demo matmul", "03": "Other lab"}
+    )
+    assert "Lab 02: Demo matmul (max 35)" in text
+    assert "mean 15  median 15  min 15  max 15" in text
+    assert "100.0%  (2/2)  result matches" in text
+    assert "0.0%  (0/2)  result matches for odd widths" in text
+    assert "not built: alice (lab03 did not compile), bob (lab03 did not compile)" in text
+    assert "GPU tests were not run" not in text
+
+
+def test_summary_says_loudly_when_gpu_tests_were_skipped():
+    scores = [sample_score("alice", skipped=True), sample_score("bob", skipped=True)]
+    notice = gpu_skip_notice(scores)
+    assert notice == (
+        "2 GPU tests were not run because this machine has no usable GPU: "
+        "driver missing; scores are incomplete"
+    )
+    assert notice in summary_text(scores, {"02": "Demo matmul"})

@@ -1,0 +1,154 @@
+"""run.py: one process per test, statuses from Catch2's XML, time and output limits."""
+
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.errors import GraderError
+from grader.proc import ProcessResult
+from grader.run import RunConfig, list_tests, outcome_from, parse_listing, run_test, run_tests, scrubbed_env
+
+from .conftest import write_fake_catch2
+
+HINTED = "mismatch at (0,1): got 3 expected 4\nhint: the result looks transposed\nhint: check the row index"
+
+
+@pytest.fixture
+def exe(tmp_path) -> Path:
+    tests = [
+        {"name": "passes", "tags": "[lab02][correctness][cpu]", "behaviour": "pass"},
+        {"name": "fails with hints", "tags": "[lab02][correctness][gpu]", "behaviour": f"fail:{HINTED}"},
+        {"name": "fails an expression", "tags": "[lab02][correctness][gpu]", "behaviour": "expr"},
+        {"name": "skips", "tags": "[lab02][gpu]", "behaviour": "skip:no usable GPU: no CUDA-capable device"},
+        {"name": "measures", "tags": "[lab02][performance][gpu]", "behaviour": "metric:time_ratio=1.75"},
+        {"name": "crashes", "tags": "[lab02][safety][gpu]", "behaviour": "crash"},
+        {"name": "hangs", "tags": "[lab02][gpu]", "behaviour": f"hang:{tmp_path / 'child.pid'}"},
+        {"name": "writes no result", "tags": "[lab02]", "behaviour": "noxml"},
+        {"name": "writes a garbled result", "tags": "[lab02]", "behaviour": "garbled"},
+        {"name": "writes another test's result", "tags": "[lab02]", "behaviour": "wrongname"},
+        {"name": "prints a megabyte", "tags": "[lab02]", "behaviour": "spam"},
+        {"name": "shows its environment", "tags": "[lab02]", "behaviour": "env"},
+    ]
+    return write_fake_catch2(tmp_path / "bin", "lab02_tests", tests)
+
+
+def run(exe: Path, name: str, **config):
+    work = exe.parent.parent / "work"
+    work.mkdir(exist_ok=True)
+    return run_test(exe, name, work, RunConfig(**config))
+
+
+def test_listing_gives_names_and_tags(exe, tmp_path):
+    listed = list_tests(exe, tmp_path, RunConfig())
+    assert listed[0].name == "passes" and listed[0].tags == ("lab02", "correctness", "cpu")
+    assert len(listed) == 12
+
+
+def test_listing_garbage_is_an_error_naming_the_executable():
+    with pytest.raises(GraderError, match="lab09_tests --list-tests"):
+        parse_listing("Segmentation fault", "lab09_tests")
+
+
+def test_a_passing_test_passes(exe):
+    outcome = run(exe, "passes")
+    assert outcome.status == "passed" and outcome.messages == []
+
+
+def test_a_failure_keeps_its_messages_once_and_its_hints_in_order(exe):
+    outcome = run(exe, "fails with hints")
+    assert outcome.status == "failed"
+    assert outcome.hints == ["the result looks transposed", "check the row index"]
+    assert outcome.messages == ["width := 17", HINTED]  # Catch2 repeats INFO before each failure
+
+
+def test_a_failed_expression_shows_its_expansion(exe):
+    outcome = run(exe, "fails an expression")
+    assert outcome.status == "failed"
+    assert outcome.messages == ["REQUIRE( got == expected ) with expansion: 3 == 4"]
+
+
+def test_a_skip_is_skipped_with_its_reason_never_passed(exe):
+    outcome = run(exe, "skips")
+    assert outcome.status == "skipped"
+    assert outcome.skip_reason == "no usable GPU: no CUDA-capable device"
+
+
+def test_metrics_come_from_warnings(exe):
+    outcome = run(exe, "measures")
+    assert outcome.status == "passed" and outcome.metrics == {"time_ratio": 1.75}
+
+
+def test_a_crash_is_a_crash_with_the_signal(exe):
+    outcome = run(exe, "crashes")
+    assert outcome.status == "crashed"
+    assert outcome.messages[0] == "crashed: killed by signal SIGSEGV"
+
+
+def test_a_hang_is_killed_with_its_whole_process_group(exe, tmp_path):
+    start = time.monotonic()
+    outcome = run(exe, "hangs", timeout=1.0)
+    assert outcome.status == "timed_out"
+    assert time.monotonic() - start < 10
+    child = int((tmp_path / "child.pid").read_text())
+    # The test's own child (sleep 60) must be gone too, not left holding the GPU.
+    assert not alive(child)
+
+
+def alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie waiting for a parent that may never reap it."""
+    for _ in range(50):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return False
+        if state == "Z":
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.parametrize(
+    "name", ["writes no result", "writes a garbled result", "writes another test's result"]
+)
+def test_exit_code_zero_without_a_proper_result_is_not_a_pass(exe, name):
+    outcome = run(exe, name)
+    assert outcome.status == "crashed"
+    assert "no result file" in outcome.messages[0] and "exit code 0" in outcome.messages[0]
+
+
+def test_console_output_is_capped(exe):
+    outcome = run(exe, "prints a megabyte", output_limit=4096)
+    assert outcome.status == "passed"
+    assert len(outcome.output) < 5000 and "bytes of output cut" in outcome.output
+
+
+def test_the_test_sees_a_scrubbed_environment(exe, monkeypatch):
+    monkeypatch.setenv("GRADER_SECRET_TOKEN", "hunter2")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    names = run(exe, "shows its environment").messages[0].split()
+    assert "GRADER_SECRET_TOKEN" not in names
+    assert {"PATH", "HOME", "TMPDIR", "CUDA_VISIBLE_DEVICES"} <= set(names)
+
+
+def test_scrubbed_env_points_home_at_the_work_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("NVIDIA_DRIVER_CAPABILITIES", "compute")
+    env = scrubbed_env(tmp_path)
+    assert env["HOME"] == str(tmp_path) and env["NVIDIA_DRIVER_CAPABILITIES"] == "compute"
+
+
+def test_run_tests_marks_unlisted_tests_missing_without_running_them(exe, tmp_path):
+    outcomes = run_tests(exe, ["passes", "not in the executable"], tmp_path, RunConfig(), listed={"passes"})
+    assert outcomes["passes"].status == "passed"
+    assert outcomes["not in the executable"].status == "missing"
+
+
+def test_passed_xml_with_a_failing_exit_code_is_not_a_pass(tmp_path):
+    xml = tmp_path / "r.xml"
+    xml.write_text(
+        '<Catch2TestRun><TestCase name="t"><OverallResult success="true" skips="0"/></TestCase>'
+        "</Catch2TestRun>"
+    )
+    outcome = outcome_from("t", ProcessResult(1, "", False, 0.1), xml, RunConfig())
+    assert outcome.status == "crashed" and "exit code 1" in outcome.messages[-1]
+    assert outcome_from("t", ProcessResult(0, "", False, 0.1), xml, RunConfig()).status == "passed"

@@ -1,0 +1,95 @@
+"""score.py: points, partial credit, and a reason for every point lost."""
+
+import pytest
+
+from grader.build import BuildResult
+from grader.rubric import PartialCredit, RubricTest
+from grader.run import Outcome
+from grader.score import partial_points, score_lab, score_test
+
+SPEED = RubricTest("kernel speed", 10, partial=PartialCredit("time_ratio", full_at=1.25, zero_at=3.0))
+PLAIN = RubricTest("result matches", 15, hint="README section 3.")
+
+
+@pytest.mark.parametrize(
+    "ratio, points",
+    [(0.5, 10), (1.25, 10), (2.125, 5), (1.6, 8), (2.825, 1), (3.0, 0), (9.0, 0)],
+)
+def test_partial_credit_is_linear_between_full_at_and_zero_at(ratio, points):
+    assert partial_points(10, SPEED, ratio) == pytest.approx(points)
+
+
+def test_a_passed_partial_test_earns_from_its_metric_and_says_why():
+    score = score_test(SPEED, Outcome("kernel speed", "passed", metrics={"time_ratio": 2.125}))
+    assert score.points == 5 and score.max_points == 10
+    assert "time_ratio = 2.12" in score.reasons[0] or "time_ratio = 2.13" in score.reasons[0]
+    assert not score.full_marks
+
+
+def test_a_passed_partial_test_without_its_metric_earns_nothing():
+    score = score_test(SPEED, Outcome("kernel speed", "passed", metrics={"time_ratio_vs_cublas": 1.0}))
+    assert score.points == 0
+    assert "no time_ratio reported" in score.reasons[0]
+
+
+def test_a_failed_partial_test_earns_nothing_whatever_its_metric():
+    assert score_test(SPEED, Outcome("kernel speed", "failed", metrics={"time_ratio": 1.0})).points == 0
+
+
+def test_a_pass_earns_everything_with_no_reasons_or_hints():
+    score = score_test(PLAIN, Outcome("result matches", "passed"))
+    assert (score.points, score.reasons, score.hints, score.full_marks) == (15, [], [], True)
+
+
+def test_a_failure_gives_the_failures_hints_first_then_the_rubric_hint():
+    outcome = Outcome(
+        "result matches", "failed", messages=["mismatch\nhint: looks transposed"], hints=["looks transposed"]
+    )
+    score = score_test(PLAIN, outcome)
+    assert score.points == 0 and score.reasons == ["failed"]
+    assert score.hints == ["looks transposed", "README section 3."]
+    assert score.details == ["mismatch\nhint: looks transposed"]
+
+
+def test_a_skip_earns_nothing_and_says_it_was_not_run():
+    score = score_test(PLAIN, Outcome("result matches", "skipped", skip_reason="no usable GPU: none found"))
+    assert score.points == 0 and score.status == "skipped"
+    assert score.reasons == ["not run: no usable GPU: none found"]
+    assert score.hints == []  # the student did nothing wrong
+
+
+@pytest.mark.parametrize(
+    "outcome, reason",
+    [
+        (
+            Outcome("t", "crashed", messages=["crashed: killed by signal SIGSEGV"]),
+            "crashed: killed by signal SIGSEGV",
+        ),
+        (Outcome("t", "crashed", messages=["no result file: ..."]), "crashed: no result file: ..."),
+        (Outcome("t", "timed_out", messages=["timed out after 5 s"]), "timed out after 5 s"),
+        (Outcome("t", "missing"), "does not contain this test"),
+    ],
+)
+def test_other_statuses_earn_nothing_with_their_reason(outcome, reason):
+    score = score_test(PLAIN, outcome)
+    assert score.points == 0 and reason in score.reasons[0]
+
+
+def test_a_build_failure_zeroes_the_lab_and_tells_the_log_once(fake_kit):
+    lab = fake_kit.kit.labs[0]
+    build = BuildResult("02", False, "demo.cu(3): error: expected a ;", None, "lab02 did not compile")
+    lab_score = score_lab(lab, build, {})
+    assert lab_score.points == 0 and lab_score.max_points == 40
+    assert lab_score.problem == "lab02 did not compile" and "expected a ;" in lab_score.build_log
+    assert all(test.status == "not_built" for test in lab_score.tests)
+    assert all("expected a ;" not in " ".join(test.reasons) for test in lab_score.tests)
+
+
+def test_a_lab_adds_up_its_tests(fake_kit):
+    lab = fake_kit.kit.labs[0]
+    outcomes = {test.name: Outcome(test.name, "passed") for test in lab.tests}
+    outcomes["kernel speed is close to the reference kernel"].metrics["time_ratio"] = 2.125
+    outcomes["result matches on hidden widths"] = Outcome("result matches on hidden widths", "failed")
+    lab_score = score_lab(lab, BuildResult("02", True, "", None), outcomes)
+    assert lab_score.points == 10 + 10 + 5 + 5 + 0
+    assert lab_score.tests[4].visibility == "hidden"

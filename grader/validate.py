@@ -1,0 +1,181 @@
+"""`validate`: the reference must earn full marks; every mutant must lose its points and get its hint.
+
+Without a usable GPU the GPU tests are skipped, so only what could run is judged: a row that
+needed a skipped test to pass its check is "not run (no GPU)", not FAIL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from .collect import submission_from_files
+from .mutants import REFERENCE_ID, Mutant, SampleStudent, sample_students
+from .pipeline import GradeOptions, grade_submission
+from .report import format_points, lab_feedback_lines
+from .rubric import Kit, Lab
+from .score import LabScore, SubmissionScore
+
+OK = "ok"
+FAIL = "FAIL"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    student: str  # "reference" or the mutant's name
+    lab_id: str
+    expected_loss: str  # "none", "all (60)" or "40"
+    actual_loss: float
+    hint_shown: str  # "yes", "no" or "-" when no hint is expected
+    verdict: str  # ok, FAIL, or "not run (...)"
+    note: str = ""
+    student_id: str = ""  # the sample student graded, to find its score
+
+
+def not_run_verdict(lab: LabScore) -> str | None:
+    """Why a lab's result is incomplete (skipped tests), or None when every test ran."""
+    reasons = [test.reasons[0] for test in lab.skipped if test.reasons]
+    if not lab.skipped:
+        return None
+    return "not run (no GPU)" if any("gpu" in reason.lower() for reason in reasons) else "not run (skipped)"
+
+
+def judge_reference(lab: LabScore, refused: list[str] = ()) -> Verdict:
+    loss = round(lab.max_points - lab.points, 2)
+    if refused:
+        return Verdict(
+            REFERENCE_ID,
+            lab.lab_id,
+            "none",
+            loss,
+            "-",
+            FAIL,
+            "the source screen refused: " + "; ".join(refused),
+        )
+    ran_fully = all(
+        test.status == "passed" and test.full_marks for test in lab.tests if test.status != "skipped"
+    )
+    if ran_fully and not lab.skipped:
+        return Verdict(REFERENCE_ID, lab.lab_id, "none", loss, "-", OK)
+    if ran_fully:
+        return Verdict(
+            REFERENCE_ID,
+            lab.lab_id,
+            "none",
+            loss,
+            "-",
+            not_run_verdict(lab) or FAIL,
+            f"{len(lab.skipped)} tests skipped",
+        )
+    lost = [test.name for test in lab.tests if test.status != "skipped" and not test.full_marks]
+    note = lab.problem or "loses points on: " + "; ".join(lost)
+    return Verdict(REFERENCE_ID, lab.lab_id, "none", loss, "-", FAIL, note)
+
+
+def judge_mutant(mutant: Mutant, lab: LabScore, feedback: str, refused: list[str] = ()) -> Verdict:
+    expected = mutant.expected_loss_points()
+    shown_expected = (
+        f"all ({format_points(expected)})" if mutant.expect_loss is None else format_points(expected)
+    )
+    loss = round(lab.max_points - lab.points, 2)
+    hint_ok = mutant.expect_hint is None or mutant.expect_hint.lower() in feedback.lower()
+    hint_shown = "-" if mutant.expect_hint is None else ("yes" if hint_ok else "no")
+    row = dict(
+        student=mutant.name,
+        lab_id=lab.lab_id,
+        expected_loss=shown_expected,
+        actual_loss=loss,
+        hint_shown=hint_shown,
+    )
+    if refused:
+        return Verdict(**row, verdict=FAIL, note="the source screen refused: " + "; ".join(refused))
+    if loss >= expected - 1e-9 and hint_ok:
+        return Verdict(**row, verdict=OK)
+    # The points or hint may come from a test that could not run here: judge it where it can run.
+    not_run = not_run_verdict(lab)
+    if not_run:
+        return Verdict(**row, verdict=not_run, note=f"{len(lab.skipped)} tests skipped")
+    problems = []
+    if loss < expected - 1e-9:
+        problems.append(f"loses {format_points(loss)}, expected at least {format_points(expected)}")
+    if not hint_ok:
+        problems.append(f"feedback lacks {mutant.expect_hint!r}")
+    return Verdict(**row, verdict=FAIL, note="; ".join(problems))
+
+
+def judge_student(student: SampleStudent, score: SubmissionScore) -> list[Verdict]:
+    refused = [f"{item.path}: {item.reason}" for item in score.refused]
+    if score.error:
+        refused.append(f"grader error: {score.error.splitlines()[0]}")
+    if student.mutant is None:
+        verdicts = [judge_reference(lab, refused) for lab in score.labs]
+    else:
+        lab = score.lab(student.mutant.lab.id)
+        assert lab is not None
+        verdicts = [judge_mutant(student.mutant, lab, "\n".join(lab_feedback_lines(lab)), refused)]
+    return [replace(verdict, student_id=student.student_id) for verdict in verdicts]
+
+
+def format_table(verdicts: list[Verdict]) -> str:
+    header = ("mutant", "lab", "expected loss", "actual loss", "hint shown", "verdict")
+    rows = [header] + [
+        (v.student, v.lab_id, v.expected_loss, format_points(v.actual_loss), v.hint_shown, v.verdict)
+        for v in verdicts
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+@dataclass
+class ValidateReport:
+    verdicts: list[Verdict]
+    scores: dict[str, SubmissionScore]
+
+    @property
+    def failed(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.verdict == FAIL]
+
+    @property
+    def not_run(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.verdict.startswith("not run")]
+
+
+def run_validate(kit: Kit, options: GradeOptions, log: Callable[[str], None] = print) -> ValidateReport:
+    students = sample_students(kit, options.labs, mutant_lab_only=True)
+    verdicts: list[Verdict] = []
+    scores: dict[str, SubmissionScore] = {}
+    for number, student in enumerate(students, start=1):
+
+        def progress(message: str, prefix: str = f"[{number}/{len(students)}] {student.student_id}") -> None:
+            log(f"{prefix}: {message} ...")
+
+        submission = submission_from_files(student.student_id, student.files, kit)
+        score = grade_submission(kit, submission, options, labs=student.labs, progress=progress)
+        scores[student.student_id] = score
+        verdicts += judge_student(student, score)
+    return ValidateReport(verdicts, scores)
+
+
+def untested_tests(report: ValidateReport, labs: list[Lab]) -> dict[str, list[str]]:
+    """Per lab, tests that no mutant made lose points: suspect tests, or a missing mutant."""
+    result = {}
+    for lab in labs:
+        lost: set[str] = set()
+        ran = False
+        for student_id, score in report.scores.items():
+            lab_score = score.lab(lab.id)
+            if student_id == REFERENCE_ID or lab_score is None or lab_score.problem:
+                continue  # a lab that was not built tells nothing about single tests
+            ran = True
+            lost |= {
+                test.name
+                for test in lab_score.tests
+                if test.points < test.max_points and test.status not in ("skipped", "not_built")
+            }
+        if ran:
+            result[lab.id] = [test.name for test in lab.tests if test.name not in lost]
+    return result
