@@ -62,21 +62,25 @@ if [[ -z $catch2_version ]] || ! version_at_least "$catch2_version" 3.4; then
   command -v apt-get >/dev/null \
     || fail "Catch2 3.4 or newer is missing and this is not a Debian/Ubuntu system: install Catch2 v3 and set CMAKE_PREFIX_PATH to its prefix."
   install_ok=1
+  apt_log=$build/setup-apt.log
   if [[ $codename == bookworm ]]; then
     # Debian 12 has Catch2 v3 only in bookworm-backports.
     if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
       echo 'deb http://deb.debian.org/debian bookworm-backports main' \
         | as_root tee /etc/apt/sources.list.d/kit-bookworm-backports.list >/dev/null || install_ok=0
     fi
-    [[ $install_ok == 1 ]] && as_root apt-get update -qq && \
-      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports catch2 || install_ok=0
+    [[ $install_ok == 1 ]] && as_root apt-get update -qq >"$apt_log" 2>&1 && \
+      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports catch2 \
+        >>"$apt_log" 2>&1 || install_ok=0
   else
-    as_root apt-get update -qq && \
-      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq catch2 || install_ok=0
+    as_root apt-get update -qq >"$apt_log" 2>&1 && \
+      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq catch2 >>"$apt_log" 2>&1 \
+      || install_ok=0
   fi
   catch2_version=$(find_catch2)
   if [[ $install_ok != 1 || -z $catch2_version ]] || ! version_at_least "$catch2_version" 3.4; then
-    fail "could not install Catch2 >= 3.4. As root run: apt-get install catch2 (on Debian 12 first add bookworm-backports and use apt-get install -t bookworm-backports catch2)."
+    [[ -f $apt_log ]] && tail -n 5 "$apt_log" >&2
+    fail "could not install Catch2 >= 3.4 (log: $apt_log). As root run: apt-get install catch2 (on Debian 12 first add bookworm-backports and use apt-get install -t bookworm-backports catch2)."
   fi
 fi
 say "Catch2 $catch2_version"
