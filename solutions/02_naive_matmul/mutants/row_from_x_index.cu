@@ -1,6 +1,6 @@
 // kit-mutant: row_from_x_index
 // kit-file: naive_matmul.cu
-// kit-expect-loss: 3
+// kit-expect-loss: 10
 // kit-expect-hint: time_ratio
 // kit-description: takes row from the x indices and col from the y indices: still correct, but neighbouring threads of a warp read N down a column, so loads are not coalesced
 #include <cuda_runtime.h>
