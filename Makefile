@@ -6,6 +6,7 @@
 #   make check LAB=02                                       a student checks one lab
 #   make validate [LABS=02]                                 reference and mutants, one table
 #   make handout                                            regenerate skeletons from solutions/
+#   make plots LAB=06                                       occupancy charts from your calculator
 
 BUILD ?= build
 LAB ?=
@@ -22,7 +23,7 @@ GENERATOR = $(if $(shell command -v ninja),-G Ninja,)
 labs_arg = $(if $(LABS),--labs $(LABS),)
 out_arg = $(if $(OUT),--out $(OUT),)
 
-.PHONY: help setup build test check grade validate handout clean
+.PHONY: help setup build test check grade validate handout plots clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -57,6 +58,14 @@ validate: setup
 
 handout: setup
 	$(PY) -m grader handout
+
+# The occupancy calculator's three charts, drawn from the lab 06 calculator being built
+# (yours in a student kit). Needs matplotlib; without it the script says how to get it.
+PLOT_ARGS ?= --preset 9.0 --threads 256 --registers 32 --shared 2048
+plots: build
+	@test "$(LAB)" = "06" || { echo "make plots: only lab 06 draws charts: make plots LAB=06"; exit 2; }
+	cmake --build $(BUILD) --target lab06_curves
+	$(PY) labs/06_occupancy/plot_occupancy.py --build $(BUILD) --out $(BUILD)/plots/lab06 $(PLOT_ARGS)
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,451 @@
+// Lab 06's public tests, all on the CPU: the article's exercises, each allocation rule, the
+// toolkit's own calculator on thousands of random configurations, the best block size, bad
+// input, and the written answers' format.
+#include <algorithm>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_floating_point.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "answers_file.h"
+#include "device_presets.h"
+#include "occupancy.h"
+#include "occupancy_checks.h"
+
+using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::WithinAbs;
+using lab06::DeviceLimits;
+using lab06::KernelUsage;
+using lab06::Occupancy;
+using lab06_checks::describe;
+using lab06_checks::diagnose;
+
+namespace {
+
+// Every field of `want`, written out by hand from README section 4's rules.
+struct Expected {
+  int warps_per_block, registers_per_block, shared_memory_per_block;
+  int blocks_by_warps, blocks_by_registers, blocks_by_shared_memory, blocks_by_sm_limit;
+  int active_blocks;
+  unsigned limited_by;
+};
+
+Occupancy make_occupancy(const DeviceLimits& d, const Expected& e) {
+  Occupancy o;
+  o.warps_per_block = e.warps_per_block;
+  o.registers_per_block = e.registers_per_block;
+  o.shared_memory_per_block = e.shared_memory_per_block;
+  o.blocks_by_warps = e.blocks_by_warps;
+  o.blocks_by_registers = e.blocks_by_registers;
+  o.blocks_by_shared_memory = e.blocks_by_shared_memory;
+  o.blocks_by_sm_limit = e.blocks_by_sm_limit;
+  o.active_blocks = e.active_blocks;
+  o.active_warps = e.active_blocks * e.warps_per_block;
+  o.occupancy = static_cast<double>(o.active_warps) / d.max_warps_per_sm();
+  o.limited_by = e.limited_by;
+  return o;
+}
+
+// One configuration whose every field is known: fails with the diagnosis when one differs.
+void check_case(const char* cc, const KernelUsage& k, const Expected& e) {
+  const DeviceLimits& d = lab06::device_preset(cc);
+  const std::string report = diagnose(d, k, lab06::occupancy(d, k), make_occupancy(d, e));
+  if (report.empty()) {
+    SUCCEED(describe(d, k));
+  } else {
+    FAIL_CHECK(report);
+  }
+}
+
+constexpr unsigned kWarps = lab06::kLimitWarps;
+constexpr unsigned kRegs = lab06::kLimitRegisters;
+constexpr unsigned kShared = lab06::kLimitSharedMemory;
+constexpr unsigned kBlocks = lab06::kLimitBlocks;
+constexpr int kNone = lab06::kUnlimited;
+
+// The largest value in [lo, hi] for which full(value) holds, or lo - 1 when none does.
+template <typename Predicate>
+int largest_where(int lo, int hi, Predicate full) {
+  int best = lo - 1;
+  for (int v = lo; v <= hi; ++v) {
+    if (full(v)) best = v;
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("16x16 blocks fill an SM at compute capability 1.3 and 2.0 and 3.0",
+          "[lab06][correctness]") {
+  struct Case {
+    const char* cc;
+    int blocks;
+  };
+  const Case c = GENERATE(values<Case>({{"1.3", 4}, {"2.0", 6}, {"3.0", 8}}));
+  const DeviceLimits& d = lab06::device_preset(c.cc);
+  const KernelUsage k{256, 10, 0};  // Q2: registers and shared memory within the limits
+  const Occupancy o = lab06::occupancy(d, k);
+  CAPTURE(c.cc, o.warps_per_block, o.blocks_by_warps, o.blocks_by_sm_limit, o.active_blocks,
+          o.active_warps, o.occupancy);
+  INFO(describe(d, k));
+  INFO("hint: 256 threads are 8 warps; the SM has "
+       << d.max_warps_per_sm() << " warp slots and room for " << d.max_blocks_per_sm
+       << " blocks, so 16x16 blocks fill every warp slot (README 5, Q2).");
+  CHECK(o.warps_per_block == 8);
+  CHECK(o.blocks_by_warps == c.blocks);
+  CHECK(o.active_blocks == c.blocks);
+  CHECK(o.active_warps == d.max_warps_per_sm());
+  CHECK_THAT(o.occupancy, WithinAbs(1.0, 1e-9));
+  CHECK((o.limited_by & kWarps) != 0);
+}
+
+TEST_CASE("the most shared memory per block that keeps 100 percent occupancy matches the article",
+          "[lab06][correctness]") {
+  struct Case {
+    const char* cc;
+    int bytes;
+  };
+  const Case c = GENERATE(values<Case>({{"1.3", 4096}, {"2.0", 8192}, {"3.0", 6144}}));
+  const DeviceLimits& d = lab06::device_preset(c.cc);
+  const int most = largest_where(0, d.max_shared_memory_per_block, [&](int bytes) {
+    return lab06::occupancy(d, KernelUsage{256, 0, bytes}).active_warps == d.max_warps_per_sm();
+  });
+  CAPTURE(c.cc, most, c.bytes);
+  INFO("hint: 256-thread blocks fill the SM with "
+       << d.max_warps_per_sm() / 8 << " blocks, which share its " << d.shared_memory_per_sm
+       << " bytes; one byte more than that share rounds up to a whole "
+       << d.shared_memory_allocation_unit << "-byte unit and leaves room for fewer blocks "
+       << "(README 4.3, Q3).");
+  CHECK(most == c.bytes);
+}
+
+TEST_CASE("the calculator reproduces the spreadsheet screenshot at compute capability 3.5",
+          "[lab06][correctness]") {
+  // The article's screenshot: 256 threads, 32 registers, 4096 bytes -> 8 blocks, 64 warps.
+  check_case("3.5", {256, 32, 4096}, {8, 8192, 4096, 8, 8, 12, 16, 8, kWarps | kRegs});
+}
+
+TEST_CASE("registers are allocated per warp in units of the allocation size",
+          "[lab06][correctness]") {
+  SECTION("33 registers take 1280 per warp on an H100") {
+    check_case("9.0", {128, 33, 0}, {4, 5120, 1024, 16, 12, 228, 32, 12, kRegs});
+  }
+  SECTION("21 registers take 704 per warp at compute capability 2.0") {
+    check_case("2.0", {256, 21, 0}, {8, 5632, 0, 6, 5, kNone, 8, 5, kRegs});
+  }
+  SECTION("warps that fit in the register file come in fours at compute capability 3.0") {
+    // 36 registers: 1280 per warp, 51 warps fit, rounded down to 48: 9 blocks of 5 warps.
+    check_case("3.0", {160, 36, 0}, {5, 6400, 0, 12, 9, kNone, 16, 9, kRegs});
+  }
+  SECTION("a block that needs more than the register file cannot launch") {
+    check_case("9.0", {1024, 72, 0}, {32, 73728, 1024, 2, 0, 228, 32, 0, kRegs});
+  }
+  SECTION("a kernel without registers is not limited by them") {
+    check_case("8.0", {256, 0, 0}, {8, 0, 1024, 8, kNone, 164, 32, 8, kWarps});
+  }
+}
+
+TEST_CASE("compute capability 1.3 allocates registers per block", "[lab06][correctness]") {
+  SECTION("32 registers for 256 threads: 8192 per block and 2 blocks as the article says") {
+    check_case("1.3", {256, 32, 0}, {8, 8192, 0, 4, 2, kNone, 8, 2, kRegs});
+  }
+  SECTION("5 warps round up to 6 before the block's registers round up to 512") {
+    check_case("1.3", {160, 25, 0}, {5, 5120, 0, 6, 3, kNone, 8, 3, kRegs});
+  }
+  SECTION("17 registers for 256 threads round up to 4608 per block") {
+    check_case("1.3", {256, 17, 0}, {8, 4608, 0, 4, 3, kNone, 8, 3, kRegs});
+  }
+}
+
+TEST_CASE("shared memory is allocated in whole units including the reserved bytes",
+          "[lab06][correctness]") {
+  SECTION("9830 bytes round up to 9984 at compute capability 3.0") {
+    check_case("3.0", {256, 0, 9830}, {8, 0, 9984, 8, kNone, 4, 16, 4, kShared});
+  }
+  SECTION("32257 bytes and 1024 reserved round up to 33408 on an H100") {
+    check_case("9.0", {64, 0, 32257}, {2, 0, 33408, 32, kNone, 6, 32, 6, kShared});
+  }
+  SECTION("10241 bytes and 1024 reserved round up to 11392 at compute capability 8.6") {
+    check_case("8.6", {64, 0, 10241}, {2, 0, 11392, 24, kNone, 8, 16, 8, kShared});
+  }
+  SECTION("a block without shared memory still takes the reserved 1024 bytes") {
+    check_case("8.6", {32, 0, 0}, {1, 0, 1024, 48, kNone, 100, 16, 16, kBlocks});
+  }
+  SECTION("all 16 KB in one block leaves one block and 25 percent at compute capability 1.3") {
+    check_case("1.3", {256, 0, 16384}, {8, 0, 16384, 4, kNone, 1, 8, 1, kShared});
+  }
+}
+
+TEST_CASE("a partial warp occupies a whole warp slot", "[lab06][correctness]") {
+  SECTION("48 threads are 2 warps") {
+    check_case("9.0", {48, 0, 0}, {2, 0, 1024, 32, kNone, 228, 32, 32, kWarps | kBlocks});
+  }
+  SECTION("700 threads are 22 warps and only 2 such blocks fit") {
+    check_case("9.0", {700, 0, 0}, {22, 0, 1024, 2, kNone, 228, 32, 2, kWarps});
+  }
+  SECTION("100 threads with registers are 4 warps at compute capability 3.0") {
+    check_case("3.0", {100, 20, 0}, {4, 3072, 0, 16, 21, kNone, 16, 16, kWarps | kBlocks});
+  }
+}
+
+TEST_CASE("the SM block limit caps small blocks", "[lab06][correctness]") {
+  SECTION("32-thread blocks on an H100 stop at 32 blocks and half occupancy") {
+    check_case("9.0", {32, 16, 0}, {1, 512, 1024, 64, 128, 228, 32, 32, kBlocks});
+  }
+  SECTION("64-thread blocks at compute capability 3.0 stop at 16 blocks") {
+    check_case("3.0", {64, 0, 0}, {2, 0, 0, 32, kNone, kNone, 16, 16, kBlocks});
+  }
+  SECTION("32-thread blocks on a T4 stop at 16 blocks") {
+    check_case("7.5", {32, 0, 0}, {1, 0, 0, 32, kNone, kNone, 16, 16, kBlocks});
+  }
+}
+
+TEST_CASE("the limiting resource is reported for each kind of limit", "[lab06][correctness]") {
+  SECTION("warps") { check_case("9.0", {1024, 0, 0}, {32, 0, 1024, 2, kNone, 228, 32, 2, kWarps}); }
+  SECTION("registers") {
+    check_case("9.0", {256, 128, 0}, {8, 32768, 1024, 8, 2, 228, 32, 2, kRegs});
+  }
+  SECTION("shared memory") {
+    check_case("9.0", {64, 0, 49152}, {2, 0, 50176, 32, kNone, 4, 32, 4, kShared});
+  }
+  SECTION("blocks") {
+    check_case("9.0", {32, 8, 0}, {1, 256, 1024, 64, 256, 228, 32, 32, kBlocks});
+  }
+  SECTION("a tie of warps and registers") {
+    check_case("9.0", {256, 32, 0}, {8, 8192, 1024, 8, 8, 228, 32, 8, kWarps | kRegs});
+  }
+}
+
+TEST_CASE(
+    "the calculator agrees with cuda_occupancy.h on random configurations for every modern preset",
+    "[lab06][correctness]") {
+  const std::vector<DeviceLimits> presets = lab06::toolkit_presets();
+  for (size_t p = 0; p < presets.size(); ++p) {
+    const DeviceLimits& d = presets[p];
+    const unsigned seed = 6000 + static_cast<unsigned>(p);
+    std::mt19937 rng(seed);
+    const auto uniform = [&](int lo, int hi) {
+      return std::uniform_int_distribution<int>(lo, hi)(rng);
+    };
+    int mismatches = 0;
+    const int trials = 2000;
+    for (int t = 0; t < trials; ++t) {
+      KernelUsage k;
+      k.threads_per_block = uniform(0, 1)
+                                ? d.warp_size * uniform(1, d.max_threads_per_block / d.warp_size)
+                                : uniform(1, d.max_threads_per_block);
+      const int r = uniform(0, 9);
+      k.registers_per_thread = r == 0
+                                   ? 0
+                                   : uniform(1, r <= 7 ? std::min(128, d.max_registers_per_thread)
+                                                       : d.max_registers_per_thread);
+      const int s = uniform(0, 9);
+      k.shared_memory_per_block =
+          s <= 1 ? 0 : uniform(0, s <= 6 ? 16384 : d.max_shared_memory_per_block);
+      const std::string report =
+          diagnose(d, k, lab06::occupancy(d, k), lab06_checks::toolkit_occupancy(d, k));
+      if (report.empty()) continue;
+      if (++mismatches <= 3) {
+        FAIL_CHECK("configuration " << t << " of preset " << d.name << " (seed " << seed
+                                    << ") differs from cudaOccMaxActiveBlocksPerMultiprocessor "
+                                    << report);
+      }
+    }
+    CAPTURE(d.name, seed, trials, mismatches);
+    CHECK(mismatches == 0);
+  }
+}
+
+TEST_CASE("best block size matches cudaOccMaxPotentialOccupancyBlockSize on every modern preset",
+          "[lab06][correctness]") {
+  std::mt19937 rng(6100);
+  const auto uniform = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  int mismatches = 0;
+  for (const DeviceLimits& d : lab06::toolkit_presets()) {
+    for (int t = 0; t < 60; ++t) {
+      const int regs =
+          t % 6 == 0 ? 0 : uniform(1, std::min(d.max_registers_per_thread, t % 3 ? 64 : 255));
+      const int shared = t % 4 == 0 ? 0 : uniform(0, t % 5 ? 12288 : d.max_shared_memory_per_block);
+      const lab06::BlockSizeChoice mine = lab06::best_block_size(d, regs, shared);
+      const lab06_checks::ToolkitBlockSize want =
+          lab06_checks::toolkit_best_block_size(d, regs, shared);
+      if (mine.threads_per_block == want.threads_per_block &&
+          mine.min_grid_size == want.min_grid_size) {
+        continue;
+      }
+      if (++mismatches > 3) continue;
+      const Occupancy at_mine =
+          lab06::occupancy(d, {std::max(mine.threads_per_block, 1), regs, shared});
+      const Occupancy at_want = lab06::occupancy(d, {want.threads_per_block, regs, shared});
+      std::string hint;
+      if (mine.threads_per_block > 0 && at_mine.active_warps == at_want.active_warps &&
+          mine.threads_per_block < want.threads_per_block) {
+        hint = "hint: several block sizes keep " + std::to_string(at_want.active_warps) +
+               " warps resident; on a tie keep the largest, as the toolkit does (README 6).";
+      } else if (mine.threads_per_block == want.threads_per_block) {
+        hint =
+            "hint: the block size is right but min_grid_size is not: it is active_blocks x "
+            "multiprocessors (README 6).";
+      } else {
+        hint =
+            "hint: try every multiple of the warp size from warp_size to "
+            "max_threads_per_block and keep the one with the most active warps; if your "
+            "occupancy() fails other tests, fix it first (README 6).";
+      }
+      FAIL_CHECK("on " << d.name << " with " << regs << " registers per thread and " << shared
+                       << " bytes of shared memory per block: yours " << mine.threads_per_block
+                       << " threads per block (min grid " << mine.min_grid_size
+                       << "), cudaOccMaxPotentialOccupancyBlockSize " << want.threads_per_block
+                       << " (min grid " << want.min_grid_size << ")\n"
+                       << hint);
+    }
+  }
+  CAPTURE(mismatches);
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("best block size is the largest block size with the most active warps",
+          "[lab06][correctness]") {
+  const DeviceLimits& d = lab06::device_preset(GENERATE("1.3", "2.0", "3.0", "7.5", "8.6", "9.0"));
+  struct Usage {
+    int registers, shared;
+  };
+  const Usage u = GENERATE(values<Usage>({{0, 0}, {16, 0}, {32, 2048}, {40, 6000}, {63, 12000}}));
+  CAPTURE(d.name, u.registers, u.shared);
+  // The answer by brute force over your own occupancy(), so that this test checks only the
+  // search: the largest block size among those with the most active warps.
+  int best_threads = 0, best_warps = 0;
+  for (int threads = d.warp_size; threads <= d.max_threads_per_block; threads += d.warp_size) {
+    const int warps = lab06::occupancy(d, {threads, u.registers, u.shared}).active_warps;
+    if (warps > 0 && warps >= best_warps) {
+      best_threads = threads;
+      best_warps = warps;
+    }
+  }
+  if (best_threads == 0) {
+    FAIL("your occupancy() keeps no warp resident at any block size on "
+         << d.name
+         << "\nhint: finish occupancy() (steps 1 to 4) first; this test then checks "
+            "best_block_size's search against it (README 6).");
+  }
+  const lab06::BlockSizeChoice mine = lab06::best_block_size(d, u.registers, u.shared);
+  CAPTURE(best_threads, best_warps, mine.threads_per_block, mine.active_warps);
+  INFO("hint: by your own occupancy(), "
+       << best_threads << " threads per block keep " << best_warps
+       << " warps resident, the most of any block size, and no larger block keeps "
+       << "as many; on a tie keep the largest (README 6).");
+  CHECK(mine.threads_per_block == best_threads);
+  CHECK(mine.active_warps == best_warps);
+  const Occupancy o = lab06::occupancy(d, {best_threads, u.registers, u.shared});
+  INFO(
+      "hint: fill every field of the choice from occupancy() at the chosen block size; "
+      "min_grid_size is active_blocks x multiprocessors (README 6).");
+  CHECK(mine.active_blocks == o.active_blocks);
+  CHECK_THAT(mine.occupancy, WithinAbs(o.occupancy, 1e-9));
+  CHECK(mine.min_grid_size == o.active_blocks * d.multiprocessors);
+}
+
+TEST_CASE(
+    "the H100 runs 8 tiled blocks per SM at TILE 16 and 2 at TILE 32 because of its thread limit",
+    "[lab06][correctness]") {
+  const DeviceLimits& h100 = lab06::device_preset("9.0");
+  // Lab 03's tiled kernel as ptxas builds it for sm_90: 32 registers per thread, two tiles of
+  // floats in static shared memory (2 KB at TILE 16, 8 KB at TILE 32).
+  struct Case {
+    int tile, blocks;
+  };
+  const Case c = GENERATE(values<Case>({{16, 8}, {32, 2}}));
+  const int threads = c.tile * c.tile;
+  const int shared = 2 * c.tile * c.tile * static_cast<int>(sizeof(float));
+  const Occupancy o = lab06::occupancy(h100, {threads, 32, shared});
+  CAPTURE(c.tile, threads, shared, o.active_blocks, o.blocks_by_warps, o.blocks_by_registers,
+          o.blocks_by_shared_memory, o.blocks_by_sm_limit, lab06::limit_names(o.limited_by));
+  INFO("hint: " << threads << " threads are " << threads / 32 << " warps and the H100 has 64 "
+                << "warp slots per SM; shared memory (" << shared
+                << " bytes + 1024 reserved) and the "
+                << "32-block cap allow more blocks than that (README 5.4).");
+  CHECK(o.active_blocks == c.blocks);
+  CHECK(o.blocks_by_warps == c.blocks);
+  CHECK((o.limited_by & kWarps) != 0);
+  CHECK((o.limited_by & kShared) == 0);
+  CHECK((o.limited_by & kBlocks) == 0);
+  // The thread limit alone decides it: without registers the answer is the same.
+  const Occupancy no_registers = lab06::occupancy(h100, {threads, 0, shared});
+  CHECK(no_registers.active_blocks == c.blocks);
+  CHECK(no_registers.limited_by == kWarps);
+}
+
+TEST_CASE("calculator rejects a block size of zero or above the device maximum",
+          "[lab06][safety]") {
+  const DeviceLimits& d = lab06::device_preset("9.0");
+  const int threads = GENERATE(0, -32, 1025, 4096);
+  CAPTURE(threads);
+  CHECK_THROWS_AS(lab06::occupancy(d, {threads, 32, 0}), std::invalid_argument);
+  CHECK_THROWS_WITH(
+      lab06::occupancy(d, {threads, 32, 0}),
+      ContainsSubstring("lab06::occupancy") && ContainsSubstring("threads_per_block"));
+  // 1.3 allows only 512 threads per block.
+  CHECK_THROWS_WITH(lab06::occupancy(lab06::device_preset("1.3"), {513, 0, 0}),
+                    ContainsSubstring("threads_per_block") && ContainsSubstring("512"));
+}
+
+TEST_CASE("calculator rejects negative or too many registers and too much shared memory",
+          "[lab06][safety]") {
+  const DeviceLimits& d = lab06::device_preset("9.0");
+  CHECK_THROWS_WITH(lab06::occupancy(d, {256, -1, 0}), ContainsSubstring("registers_per_thread"));
+  CHECK_THROWS_WITH(lab06::occupancy(d, {256, 256, 0}), ContainsSubstring("registers_per_thread"));
+  CHECK_THROWS_WITH(lab06::occupancy(lab06::device_preset("3.0"), {256, 64, 0}),
+                    ContainsSubstring("registers_per_thread") && ContainsSubstring("63"));
+  CHECK_THROWS_WITH(lab06::occupancy(d, {256, 32, -4}),
+                    ContainsSubstring("shared_memory_per_block"));
+  CHECK_THROWS_WITH(lab06::occupancy(d, {256, 32, d.max_shared_memory_per_block + 1}),
+                    ContainsSubstring("shared_memory_per_block"));
+  CHECK_THROWS_WITH(
+      lab06::best_block_size(d, 300, 0),
+      ContainsSubstring("lab06::best_block_size") && ContainsSubstring("registers_per_thread"));
+  CHECK_THROWS_WITH(lab06::best_block_size(d, 32, -1),
+                    ContainsSubstring("shared_memory_per_block"));
+  // The largest legal values are accepted.
+  CHECK_NOTHROW(lab06::occupancy(d, {1024, 0, d.max_shared_memory_per_block}));
+  CHECK_NOTHROW(lab06::occupancy(d, {32, 255, 0}));
+}
+
+TEST_CASE("calculator rejects a device with impossible limits", "[lab06][safety]") {
+  DeviceLimits broken = lab06::device_preset("8.0");
+  SECTION("warp size zero") {
+    broken.warp_size = 0;
+    CHECK_THROWS_WITH(lab06::occupancy(broken, {256, 32, 0}), ContainsSubstring("warp_size"));
+  }
+  SECTION("no shared memory allocation unit") {
+    broken.shared_memory_allocation_unit = 0;
+    CHECK_THROWS_WITH(lab06::occupancy(broken, {256, 32, 0}),
+                      ContainsSubstring("shared_memory_allocation_unit"));
+  }
+  SECTION("no register allocation unit") {
+    broken.register_allocation_unit = 0;
+    CHECK_THROWS_WITH(lab06::best_block_size(broken, 32, 0),
+                      ContainsSubstring("register_allocation_unit"));
+  }
+}
+
+TEST_CASE("answers.toml has an answer of the right kind for every question", "[lab06][concepts]") {
+  const lab06_answers::AnswerSheet sheet = lab06_answers::load_answers(LAB06_ANSWERS_FILE);
+  INFO(
+      "hint: answers.toml holds your answers to the questions of README section 7: a number "
+      "(4, 6144) or a word in double quotes (\"no\") after each = sign.");
+  if (!sheet.error.empty()) FAIL(sheet.error);
+  int problems = 0;
+  for (const lab06_answers::Question& q : lab06_answers::questions()) {
+    const std::string problem = lab06_answers::answer_problem(sheet, q);
+    if (problem.empty()) continue;
+    ++problems;
+    FAIL_CHECK(sheet.path << ": " << problem);
+  }
+  CHECK(problems == 0);
+}

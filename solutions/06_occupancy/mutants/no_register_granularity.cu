@@ -1,0 +1,130 @@
+// kit-mutant: no_register_granularity
+// kit-file: occupancy.cu
+// kit-expect-loss: 20
+// kit-expect-hint: registers must be allocated in units of
+// kit-description: multiplies registers by threads without rounding to the register allocation unit, per warp and per block
+// Lab 06: an occupancy calculator, the rules of NVIDIA's occupancy spreadsheet in code.
+// The write-up is labs/06_occupancy/README.md; the tests call the functions of occupancy.h.
+#include <algorithm>
+
+#include "kit/args.hpp"
+#include "occupancy.h"
+
+namespace lab06 {
+namespace {
+
+// x rounded up to a multiple of unit (unit >= 1).
+[[maybe_unused]] int round_up(int x, int unit) { return (x + unit - 1) / unit * unit; }
+
+// x rounded down to a multiple of unit (unit >= 1).
+[[maybe_unused]] int round_down(int x, int unit) { return x / unit * unit; }
+
+// Every field the calculator divides by or rounds to must be positive; a hand-made preset
+// with a zero there would otherwise crash or give nonsense.
+void check_device(const char* where, const DeviceLimits& d) {
+  kit::require_positive(where, "device.warp_size", d.warp_size);
+  kit::require_positive(where, "device.max_threads_per_block", d.max_threads_per_block);
+  kit::require_positive(where, "device.max_threads_per_sm / device.warp_size",
+                        d.max_warps_per_sm());
+  kit::require_positive(where, "device.max_blocks_per_sm", d.max_blocks_per_sm);
+  kit::require_positive(where, "device.registers_per_sm", d.registers_per_sm);
+  kit::require_positive(where, "device.max_registers_per_block", d.max_registers_per_block);
+  kit::require_positive(where, "device.max_registers_per_thread", d.max_registers_per_thread);
+  kit::require_positive(where, "device.register_allocation_unit", d.register_allocation_unit);
+  kit::require_positive(where, "device.warp_allocation_granularity", d.warp_allocation_granularity);
+  kit::require_positive(where, "device.shared_memory_per_sm", d.shared_memory_per_sm);
+  kit::require_in_range(where, "device.max_shared_memory_per_block", d.max_shared_memory_per_block,
+                        0, d.shared_memory_per_sm);
+  kit::require_positive(where, "device.shared_memory_allocation_unit",
+                        d.shared_memory_allocation_unit);
+  kit::require_in_range(where, "device.reserved_shared_memory_per_block",
+                        d.reserved_shared_memory_per_block, 0, d.shared_memory_per_sm);
+}
+
+void check_registers_and_shared_memory(const char* where, const DeviceLimits& d,
+                                       int registers_per_thread, int shared_memory_per_block) {
+  kit::require_in_range(where, "registers_per_thread", registers_per_thread, 0,
+                        d.max_registers_per_thread);
+  kit::require_in_range(where, "shared_memory_per_block", shared_memory_per_block, 0,
+                        d.max_shared_memory_per_block);
+}
+
+}  // namespace
+
+Occupancy occupancy(const DeviceLimits& device, const KernelUsage& kernel) {
+  const char* where = "lab06::occupancy";
+  check_device(where, device);
+  kit::require_in_range(where, "threads_per_block", kernel.threads_per_block, 1,
+                        device.max_threads_per_block);
+  check_registers_and_shared_memory(where, device, kernel.registers_per_thread,
+                                    kernel.shared_memory_per_block);
+
+  Occupancy result;
+  result.warps_per_block = (kernel.threads_per_block + device.warp_size - 1) / device.warp_size;
+  result.blocks_by_warps = device.max_warps_per_sm() / result.warps_per_block;
+  result.blocks_by_sm_limit = device.max_blocks_per_sm;
+
+  const int r = kernel.registers_per_thread;
+  if (device.register_granularity == RegisterGranularity::kPerWarp) {
+    const int per_warp = r * device.warp_size;
+    result.registers_per_block = per_warp * result.warps_per_block;
+    if (r == 0) {
+      result.blocks_by_registers = kUnlimited;
+    } else {
+      const int warps_that_fit =
+          round_down(device.registers_per_sm / per_warp, device.warp_allocation_granularity);
+      result.blocks_by_registers = warps_that_fit / result.warps_per_block;
+    }
+  } else {
+    const int warps = round_up(result.warps_per_block, device.warp_allocation_granularity);
+    result.registers_per_block = warps * device.warp_size * r;
+    result.blocks_by_registers =
+        r == 0 ? kUnlimited : device.registers_per_sm / result.registers_per_block;
+  }
+  if (result.registers_per_block > device.max_registers_per_block) result.blocks_by_registers = 0;
+
+  result.shared_memory_per_block =
+      round_up(kernel.shared_memory_per_block + device.reserved_shared_memory_per_block,
+               device.shared_memory_allocation_unit);
+  result.blocks_by_shared_memory =
+      result.shared_memory_per_block == 0
+          ? kUnlimited
+          : device.shared_memory_per_sm / result.shared_memory_per_block;
+
+  result.active_blocks = std::min({result.blocks_by_warps, result.blocks_by_registers,
+                                   result.blocks_by_shared_memory, result.blocks_by_sm_limit});
+  result.active_warps = result.active_blocks * result.warps_per_block;
+  result.occupancy = static_cast<double>(result.active_warps) / device.max_warps_per_sm();
+  if (result.blocks_by_warps == result.active_blocks) result.limited_by |= kLimitWarps;
+  if (result.blocks_by_registers == result.active_blocks) result.limited_by |= kLimitRegisters;
+  if (result.blocks_by_shared_memory == result.active_blocks) {
+    result.limited_by |= kLimitSharedMemory;
+  }
+  if (result.blocks_by_sm_limit == result.active_blocks) result.limited_by |= kLimitBlocks;
+  return result;
+}
+
+BlockSizeChoice best_block_size(const DeviceLimits& device, int registers_per_thread,
+                                int shared_memory_per_block) {
+  const char* where = "lab06::best_block_size";
+  check_device(where, device);
+  check_registers_and_shared_memory(where, device, registers_per_thread, shared_memory_per_block);
+
+  BlockSizeChoice best;
+  for (int threads = device.warp_size; threads <= device.max_threads_per_block;
+       threads += device.warp_size) {
+    const Occupancy o =
+        occupancy(device, KernelUsage{threads, registers_per_thread, shared_memory_per_block});
+    // >= so that a later, larger block wins a tie: fewer, larger blocks launch faster.
+    if (o.active_warps > 0 && o.active_warps >= best.active_warps) {
+      best.threads_per_block = threads;
+      best.active_blocks = o.active_blocks;
+      best.active_warps = o.active_warps;
+      best.occupancy = o.occupancy;
+      best.min_grid_size = o.active_blocks * device.multiprocessors;
+    }
+  }
+  return best;
+}
+
+}  // namespace lab06
