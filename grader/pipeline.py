@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .build import BuildConfig, BuildResult, build_labs
+from .charts import draw_charts
 from .collect import Submission, collect_submission
 from .errors import GraderError
 from .mutants import sample_students, write_sample_class
@@ -70,7 +71,13 @@ def grade_submission(
             if lab.id not in builds:
                 score.labs.append(score_unbuilt_lab(lab, _not_submitted(lab, submission)))
             else:
-                score.labs.append(_run_lab(kit, lab, builds[lab.id], work_dir, options.run, score, progress))
+                lab_score = _run_lab(kit, lab, builds[lab.id], work_dir, options.run, score, progress)
+                if builds[lab.id].ok and lab.charts is not None:
+                    progress(f"drawing the charts of {lab.tag}")
+                    lab_score.charts = draw_charts(
+                        lab, stage.root, stage.build_dir, work_dir / "charts" / lab.tag, options.build
+                    )
+                score.labs.append(lab_score)
     except GraderError as error:
         score.error = str(error)
     except Exception as error:  # a grader bug must not lose the other students' grades
@@ -219,6 +226,10 @@ def check_lab(
         scored = score_test(test, outcomes[test.name])
         earned += scored.points
         lines += _check_lines(test.partial.metric if test.partial else None, scored, width)
+    if lab.charts is not None:
+        charts_dir = build_dir / "plots" / lab.tag
+        drawn = draw_charts(lab, kit.root, build_dir, charts_dir, build)
+        lines.append(drawn.note or f"charts of your code: {', '.join(str(charts_dir / name) for name in drawn.files)}")
     total = _visible_max(lab)
     lines.append(f"Score: {format_points(round(earned, 2))}/{format_points(total)}")
     hidden = sum(test.points for test in lab.tests if test.visibility != "visible")

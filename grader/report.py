@@ -100,6 +100,11 @@ def lab_feedback_lines(lab: LabScore) -> list[str]:
         # A hidden test's name and points are public (the rubric is), its checks are not.
         details = test.visibility != "hidden"
         lines += ["        " + line for line in _test_lines(lab, test, show_details=details)]
+    if lab.charts.files:
+        names = ", ".join(f"lab{lab.lab_id}/{name}" for name in lab.charts.files)
+        lines.append(f"  Charts drawn from your code: {names}")
+    elif lab.charts.note:
+        lines.append(f"  {lab.charts.note}")
     return lines
 
 
@@ -138,6 +143,10 @@ def _indented(text: str, prefix: str) -> list[str]:
 
 def write_submission_report(folder: Path, score: SubmissionScore) -> None:
     folder.mkdir(parents=True, exist_ok=True)
+    for lab in score.labs:
+        for name, data in lab.charts.files.items():
+            (folder / f"lab{lab.lab_id}").mkdir(exist_ok=True)
+            (folder / f"lab{lab.lab_id}" / name).write_bytes(data)
     (folder / "results.json").write_text(json.dumps(results_json(score), indent=2) + "\n", encoding="utf-8")
     (folder / "feedback.txt").write_text(feedback_text(score), encoding="utf-8")
 

@@ -28,6 +28,11 @@ LAB_KEYS = {
     "title": 'a short title, e.g. title = "Naive matrix multiplication"',
     "executable": 'the test executable in <build>/bin/, e.g. executable = "lab02_tests"',
     "student_files": 'the files a submission may contain, e.g. student_files = ["naive_matmul.cu"]',
+    "charts": "optional table [lab.charts] with target and script (docs/architecture.md)",
+}
+CHART_KEYS = {
+    "target": 'the CMake target the script runs, e.g. target = "lab06_curves"',
+    "script": 'a Python script in the lab folder, e.g. script = "plot_occupancy.py"',
 }
 TEST_KEYS = {
     "name": "the exact Catch2 test case name",
@@ -69,6 +74,14 @@ class RubricTest:
 
 
 @dataclass(frozen=True)
+class ChartSpec:
+    """Charts drawn from the student's code for their feedback (grader/charts.py)."""
+
+    target: str
+    script: str
+
+
+@dataclass(frozen=True)
 class Lab:
     id: str
     slug: str
@@ -77,6 +90,7 @@ class Lab:
     student_files: tuple[str, ...]
     tests: tuple[RubricTest, ...]
     rubric_path: Path
+    charts: ChartSpec | None = None
 
     @property
     def tag(self) -> str:
@@ -170,7 +184,8 @@ def load_rubric(path: Path) -> Lab:
 
 def _parse_lab_table(path: Path, table: dict[str, Any]) -> dict[str, Any]:
     _refuse_unknown_keys(path, "[lab]", table, LAB_KEYS)
-    fields = {key: _required_string(path, "[lab]", table, key) for key in LAB_KEYS if key != "student_files"}
+    optional = ("student_files", "charts")
+    fields = {key: _required_string(path, "[lab]", table, key) for key in LAB_KEYS if key not in optional}
     folder = path.parent.name
     if not re.fullmatch(r"\d\d", fields["id"]):
         raise GraderError(f"{path}: [lab] id = {fields['id']!r} is not two digits; use {LAB_KEYS['id']}")
@@ -189,7 +204,25 @@ def _parse_lab_table(path: Path, table: dict[str, Any]) -> dict[str, Any]:
             f"use {LAB_KEYS['executable']}"
         )
     fields["student_files"] = _parse_student_files(path, table.get("student_files"))
+    fields["charts"] = _parse_charts(path, table.get("charts"))
     return fields
+
+
+def _parse_charts(path: Path, table: Any) -> ChartSpec | None:
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise GraderError(f"{path}: [lab] charts must be a table [lab.charts] with target and script")
+    _refuse_unknown_keys(path, "[lab.charts]", table, CHART_KEYS)
+    spec = ChartSpec(**{key: _required_string(path, "[lab.charts]", table, key) for key in CHART_KEYS})
+    if not re.fullmatch(r"[A-Za-z0-9_]+", spec.target):
+        raise GraderError(f"{path}: [lab.charts] target = {spec.target!r} is not a plain target name")
+    if not (path.parent / spec.script).is_file():
+        raise GraderError(
+            f"{path}: [lab.charts] script = {spec.script!r} is not a file in {path.parent}; "
+            "name a script in the lab folder"
+        )
+    return spec
 
 
 def _parse_student_files(path: Path, value: Any) -> tuple[str, ...]:
@@ -281,7 +314,7 @@ def _refuse_unknown_keys(path: Path, where: str, table: dict[str, Any], known: d
 
 
 def _required_string(path: Path, where: str, table: dict[str, Any], key: str) -> str:
-    help_text = {**LAB_KEYS, **TEST_KEYS, **PARTIAL_KEYS}[key]
+    help_text = {**LAB_KEYS, **TEST_KEYS, **PARTIAL_KEYS, **CHART_KEYS}[key]
     if key not in table:
         raise GraderError(f"{path}: {where} is missing the key {key!r}; add it: {help_text}")
     value = table[key]

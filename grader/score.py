@@ -6,6 +6,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from .build import BuildResult
+from .charts import Charts
 from .collect import Refusal
 from .rubric import Lab, RubricTest
 from .run import Outcome
@@ -38,6 +39,7 @@ class LabScore:
     tests: list[TestScore]
     problem: str | None = None  # why the lab was not built or run, once for all its tests
     build_log: str = ""
+    charts: Charts = field(default_factory=Charts)  # drawn from the student's code, if the lab has any
 
     @property
     def points(self) -> float:

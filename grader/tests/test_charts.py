@@ -1,0 +1,92 @@
+"""Charts drawn from the student's code: built, run, collected, or explained when they fail."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader.build import BuildConfig
+from grader.charts import draw_charts
+from grader.errors import GraderError
+from grader.report import feedback_text, write_submission_report
+from grader.rubric import load_rubric
+from grader.score import LabScore, SubmissionScore
+
+RUBRIC = """\
+[lab]
+id = "06"
+slug = "06_demo"
+title = "Demo charts"
+executable = "lab06_tests"
+student_files = ["calc.cu"]
+
+[lab.charts]
+target = "lab06_curves"
+script = "plot.py"
+
+[[test]]
+name = "calculator works"
+points = 1
+"""
+
+
+def make_kit(tmp_path: Path, script: str, cmake_rc: int = 0) -> tuple[Path, Path, BuildConfig]:
+    lab_dir = tmp_path / "kit" / "labs" / "06_demo"
+    lab_dir.mkdir(parents=True)
+    (lab_dir / "rubric.toml").write_text(RUBRIC)
+    (lab_dir / "plot.py").write_text(textwrap.dedent(script))
+    cmake = tmp_path / "fake-cmake"
+    cmake.write_text(f"#!/bin/sh\nexit {cmake_rc}\n")
+    cmake.chmod(0o755)
+    return tmp_path / "kit", lab_dir / "rubric.toml", BuildConfig(cmake=str(cmake), timeout=30)
+
+
+WRITES_TWO_PNGS = """\
+    import argparse, pathlib
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build"); parser.add_argument("--out")
+    out = pathlib.Path(parser.parse_args().out)
+    (out / "b.png").write_bytes(b"png-b"); (out / "a.png").write_bytes(b"png-a")
+    (out / "curves.csv").write_text("x,y")
+"""
+
+
+def test_charts_are_collected_and_written_beside_the_feedback(tmp_path: Path) -> None:
+    kit, rubric, config = make_kit(tmp_path, WRITES_TWO_PNGS)
+    lab = load_rubric(rubric)
+    charts = draw_charts(lab, kit, kit / "build", tmp_path / "out", config)
+    assert charts.files == {"a.png": b"png-a", "b.png": b"png-b"}
+    assert charts.note == ""
+
+    score = SubmissionScore("alice", labs=[LabScore("06", lab.slug, lab.title, [], charts=charts)])
+    write_submission_report(tmp_path / "report", score)
+    assert (tmp_path / "report" / "lab06" / "a.png").read_bytes() == b"png-a"
+    assert "Charts drawn from your code: lab06/a.png, lab06/b.png" in feedback_text(score)
+
+
+def test_a_chart_target_that_does_not_build_is_explained(tmp_path: Path) -> None:
+    kit, rubric, config = make_kit(tmp_path, WRITES_TWO_PNGS, cmake_rc=2)
+    charts = draw_charts(load_rubric(rubric), kit, kit / "build", tmp_path / "out", config)
+    assert charts.files == {}
+    assert charts.note == "charts not drawn: lab06_curves did not build"
+
+
+def test_missing_matplotlib_is_named(tmp_path: Path) -> None:
+    kit, rubric, config = make_kit(tmp_path, "raise SystemExit(3)\n")
+    charts = draw_charts(load_rubric(rubric), kit, kit / "build", tmp_path / "out", config)
+    assert "matplotlib is not installed" in charts.note
+
+
+def test_a_failing_script_shows_its_last_line(tmp_path: Path) -> None:
+    kit, rubric, config = make_kit(tmp_path, "import sys\nprint('curves: bad preset')\nsys.exit(1)\n")
+    charts = draw_charts(load_rubric(rubric), kit, kit / "build", tmp_path / "out", config)
+    assert charts.note == "charts not drawn: plot.py failed: curves: bad preset"
+
+
+def test_a_rubric_naming_a_missing_chart_script_is_refused(tmp_path: Path) -> None:
+    _, rubric, _ = make_kit(tmp_path, WRITES_TWO_PNGS)
+    (rubric.parent / "plot.py").unlink()
+    with pytest.raises(GraderError, match=r"\[lab.charts\] script = 'plot.py' is not a file"):
+        load_rubric(rubric)
