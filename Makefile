@@ -7,6 +7,7 @@
 #   make validate [LABS=02]                                 reference and mutants, one table
 #   make handout                                            regenerate skeletons from solutions/
 #   make plots LAB=06                                       occupancy charts from your calculator
+#   make bench [OUT=dir]                                    staff: reference kernels vs cuBLAS, GFLOP/s
 
 BUILD ?= build
 LAB ?=
@@ -23,7 +24,7 @@ GENERATOR = $(if $(shell command -v ninja),-G Ninja,)
 labs_arg = $(if $(LABS),--labs $(LABS),)
 out_arg = $(if $(OUT),--out $(OUT),)
 
-.PHONY: help setup build test check grade validate handout plots clean
+.PHONY: help setup build test check grade validate handout plots bench clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -66,6 +67,11 @@ plots: build
 	@test "$(LAB)" = "06" || { echo "make plots: only lab 06 draws charts: make plots LAB=06"; exit 2; }
 	cmake --build $(BUILD) --target lab06_curves
 	$(PY) labs/06_occupancy/plot_occupancy.py --build $(BUILD) --out $(BUILD)/plots/lab06 $(PLOT_ARGS)
+
+# Staff only (needs solutions/): GFLOP/s of the reference kernels of labs 02-04 and cuBLAS,
+# a plot, and ncu's load counts where ncu exists (bench/README.md).
+bench: build
+	$(PY) bench/run_bench.py $(if $(OUT),$(OUT),$(BUILD)/bench) --build-dir $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

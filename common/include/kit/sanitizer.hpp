@@ -1,0 +1,114 @@
+// Running a lab's probe executable under compute-sanitizer from a test: finding the tool,
+// checking that it works on this machine, and keeping the lines of its report that matter.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace kit::sanitizer {
+
+// The exit code asked of compute-sanitizer when it finds an error (--error-exitcode): the
+// probe itself never exits with it.
+constexpr int kErrorsFound = 3;
+// The exit code of a probe whose kernel ran without a sanitizer error but left a wrong or
+// unwritten result: a safety check judges only a kernel that does its work.
+constexpr int kWrongResult = 4;
+
+struct Run {
+  int exit_code = -1;  // the process's exit status; 128 + signal when it was killed
+  std::string command;
+  std::string output;  // stdout and stderr together
+};
+
+inline bool is_executable(const std::string& path) {
+  return !path.empty() && access(path.c_str(), X_OK) == 0;
+}
+
+// compute-sanitizer: on PATH, else in cuda_bin_dir (where the kit's nvcc is), else in
+// /usr/local/cuda/bin. Empty when none is found.
+inline std::string find_compute_sanitizer(const std::string& cuda_bin_dir) {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (!dir.empty() && is_executable(dir + "/compute-sanitizer"))
+      return dir + "/compute-sanitizer";
+  }
+  for (const std::string& candidate : {cuda_bin_dir, std::string("/usr/local/cuda/bin")}) {
+    if (!candidate.empty() && is_executable(candidate + "/compute-sanitizer")) {
+      return candidate + "/compute-sanitizer";
+    }
+  }
+  return "";
+}
+
+inline std::string shell_quote(const std::string& word) {
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// Runs `tool_args` (e.g. "--tool racecheck") of compute-sanitizer on `probe probe_args`.
+inline Run run(const std::string& sanitizer_path, const std::string& tool_args,
+               const std::string& probe, const std::string& probe_args) {
+  Run r;
+  r.command = shell_quote(sanitizer_path) + " " + tool_args + " --error-exitcode " +
+              std::to_string(kErrorsFound) + " --print-limit 20 " + shell_quote(probe) + " " +
+              probe_args;
+  FILE* pipe = popen((r.command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) {
+    r.output = "popen failed: could not start a shell";
+    return r;
+  }
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
+    if (r.output.size() < (1u << 20)) r.output.append(buffer, n);
+  }
+  const int status = pclose(pipe);
+  if (status != -1 && WIFEXITED(status))
+    r.exit_code = WEXITSTATUS(status);
+  else if (status != -1 && WIFSIGNALED(status))
+    r.exit_code = 128 + WTERMSIG(status);
+  return r;
+}
+
+// The lines of a report that contain any of `needles`, at most `limit` of them.
+inline std::string lines_with(const std::string& output, const std::vector<std::string>& needles,
+                              int limit = 12) {
+  std::istringstream in(output);
+  std::string line, kept;
+  int count = 0;
+  while (std::getline(in, line) && count < limit) {
+    for (const std::string& needle : needles) {
+      if (line.find(needle) != std::string::npos) {
+        kept += line + "\n";
+        ++count;
+        break;
+      }
+    }
+  }
+  return kept;
+}
+
+// The last `limit` lines of an output, for reports the tests do not understand.
+inline std::string tail(const std::string& output, int limit = 15) {
+  std::vector<std::string> lines;
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  std::string kept;
+  for (std::size_t i = lines.size() > static_cast<std::size_t>(limit) ? lines.size() - limit : 0;
+       i < lines.size(); ++i) {
+    kept += lines[i] + "\n";
+  }
+  return kept;
+}
+
+}  // namespace kit::sanitizer
