@@ -1,0 +1,92 @@
+// What lab 03's public and hidden tests share: launching the student's kernels, the host
+// references, and the diagnoses of the mistakes that are particular to tiling.
+#pragma once
+
+#include <cstddef>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kit/compare.hpp"
+#include "kit/kernel_attributes.hpp"
+#include "kit/matmul_harness.hpp"
+#include "kit/testing.hpp"
+#include "tiled_matmul.h"
+
+namespace lab03_tests {
+
+// Defined in kernel_attributes_lab03.cu, the one test file nvcc compiles: only CUDA code can
+// name the __global__ template, and the tests read its attributes through it.
+kit::KernelAttributes tiled_kernel_attributes(int tile_width);
+
+inline kit::MatmulLaunch tiled(int width, int tile_width) {
+  return [=](const float* d_M, const float* d_N, float* d_P) {
+    lab03::launch_tiled_matmul(d_M, d_N, d_P, width, tile_width);
+  };
+}
+
+// The matrix with every tile x tile tile transposed in place: what BlockTranspose computes,
+// and what a tiled kernel multiplies by when it stores or reads a tile transposed.
+inline std::vector<float> tiles_transposed(const std::vector<float>& A, int width, int height,
+                                           int tile) {
+  std::vector<float> out(A.size());
+  for (int r = 0; r < height; ++r) {
+    for (int c = 0; c < width; ++c) {
+      const int tile_r = r / tile * tile, tile_c = c / tile * tile;
+      const int from_r = tile_r + (c - tile_c), from_c = tile_c + (r - tile_r);
+      out[static_cast<std::size_t>(r) * width + c] =
+          A[static_cast<std::size_t>(from_r) * width + from_c];
+    }
+  }
+  return out;
+}
+
+// The mistakes particular to a tiled kernel, as alternatives for kit::compare_matrix: a tile of
+// M or of N used transposed (stored as Mds[tx][ty], or read as Mds[k][ty] or Nds[tx][k]).
+// Empty above max_width, where the extra host products would cost too much.
+inline std::vector<kit::Alternative> tile_mistakes(const kit::MatmulProblem& p, int tile,
+                                                   int max_width = 512) {
+  std::vector<kit::Alternative> mistakes;
+  const int w = p.rows;
+  if (w > max_width || p.inner != w || p.cols != w || w % tile != 0) return mistakes;
+  const std::vector<float> M_t = tiles_transposed(p.M, w, w, tile);
+  const std::vector<float> N_t = tiles_transposed(p.N, w, w, tile);
+  mistakes.push_back(
+      {"the tile of M is used transposed: the result is M with every tile "
+       "transposed, times N. Store Mds[ty][tx] = M[row * width + ph * TILE_WIDTH + tx] "
+       "and read Mds[ty][k] in the inner product (README section 5).",
+       kit::reference_matmul(M_t, p.N, w, w, w).value});
+  mistakes.push_back(
+      {"the tile of N is used transposed: the result is M times N with every tile "
+       "transposed. Store Nds[ty][tx] = N[(ph * TILE_WIDTH + ty) * width + col] "
+       "and read Nds[k][tx] in the inner product (README section 5).",
+       kit::reference_matmul(p.M, N_t, w, w, w).value});
+  return mistakes;
+}
+
+// Runs the student's kernel on poisoned output and compares it with the host reference; when
+// it is wrong, tries the tiling mistakes and the usual index mistakes to explain why.
+inline kit::Comparison check_tiled(const kit::MatmulProblem& problem, int tile_width) {
+  const std::vector<float> P = kit::run_matmul(problem, tiled(problem.rows, tile_width));
+  kit::Comparison cmp = kit::compare_matrix(P, problem.ref, kit::Tolerance{}, tile_width);
+  if (!cmp.ok) {
+    std::vector<kit::Alternative> alternatives = tile_mistakes(problem, tile_width);
+    for (kit::Alternative& a : kit::matmul_index_mistakes(problem.M, problem.N, problem.rows)) {
+      alternatives.push_back(std::move(a));
+    }
+    cmp = kit::compare_matrix(P, problem.ref, kit::Tolerance{}, tile_width, alternatives);
+  }
+  return cmp;
+}
+
+// Each width gets its own inputs; every tile width that divides it runs on them.
+inline void check_width_with_both_tiles(int width, std::uint64_t seed) {
+  const kit::MatmulProblem problem = kit::make_square_problem(width, seed);
+  for (int tile : {16, 32}) {
+    if (width % tile != 0) continue;
+    CAPTURE(width, tile, problem.seed);
+    KIT_CHECK_MATRIX(check_tiled(problem, tile));
+  }
+}
+
+}  // namespace lab03_tests

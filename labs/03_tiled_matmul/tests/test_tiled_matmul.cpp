@@ -1,0 +1,203 @@
+// Lab 03 part B's public tests: the tiled kernel's result, its shared memory, its barriers
+// (racecheck), its argument checks and its speed.
+#include <algorithm>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "kit/cublas_matmul.hpp"
+#include "kit/matmul_harness.hpp"
+#include "kit/poison.hpp"
+#include "kit/testing.hpp"
+#include "lab03_support.hpp"
+#include "racecheck.hpp"
+#include "tiled_matmul.h"
+
+#ifdef KIT_HAVE_REFERENCE
+namespace lab03_reference {
+void launch_tiled_matmul(const float* d_M, const float* d_N, float* d_P, int width, int tile_width);
+}
+#endif
+
+using Catch::Matchers::ContainsSubstring;
+using lab03_tests::check_width_with_both_tiles;
+
+TEST_CASE("tiled result matches the host reference for small widths", "[lab03][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int width = GENERATE(16, 32, 64, 96);
+  check_width_with_both_tiles(width, 3100 + width);
+}
+
+TEST_CASE("tiled result matches the host reference for large widths", "[lab03][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int width = GENERATE(512, 1024);
+  check_width_with_both_tiles(width, 3200 + width);
+}
+
+TEST_CASE("tiled host function returns the product of its host matrices",
+          "[lab03][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int width = GENERATE(32, 160);
+  const kit::MatmulProblem problem = kit::make_square_problem(width, 3300 + width);
+  for (int tile : {16, 32}) {
+    CAPTURE(width, tile, problem.seed);
+    std::vector<float> P(problem.ref.value.size(), kit::poison_value());
+    lab03::tiled_matmul(problem.M.data(), problem.N.data(), P.data(), width, tile);
+    KIT_CHECK_MATRIX(kit::compare_matrix(P, problem.ref, kit::Tolerance{}, tile));
+  }
+}
+
+TEST_CASE("tiled kernel keeps two TILE_WIDTH x TILE_WIDTH float tiles in shared memory",
+          "[lab03][resources][gpu]") {
+  KIT_REQUIRE_GPU();
+  for (int tile : {16, 32}) {
+    const kit::KernelAttributes a = lab03_tests::tiled_kernel_attributes(tile);
+    const std::size_t expected = 2 * static_cast<std::size_t>(tile) * tile * sizeof(float);
+    CAPTURE(tile, a.static_shared_bytes, expected);
+    if (a.static_shared_bytes == 0) {
+      FAIL_CHECK(
+          "tiled_matmul_kernel<"
+          << tile
+          << "> uses no shared memory\n"
+             "hint: declare Mds and Nds as __shared__ float [TILE_WIDTH][TILE_WIDTH] and read "
+             "the inner product's operands from them (README section 5); a tile the kernel "
+             "never reads is removed by the compiler.");
+    } else if (a.static_shared_bytes != expected) {
+      FAIL_CHECK("tiled_matmul_kernel<"
+                 << tile << "> has " << a.static_shared_bytes
+                 << " bytes of static shared memory, expected " << expected << "\n"
+                 << "hint: expected exactly two TILE_WIDTH x TILE_WIDTH float tiles (2 x " << tile
+                 << " x " << tile
+                 << " x 4 bytes): size Mds and Nds with TILE_WIDTH, not a fixed "
+                    "number, and declare no other __shared__ arrays (README section 8).");
+    } else {
+      SUCCEED("two " << tile << " x " << tile << " float tiles: " << expected << " bytes");
+    }
+  }
+}
+
+TEST_CASE("tiled kernel has no shared-memory race under racecheck", "[lab03][safety][gpu]") {
+  KIT_REQUIRE_GPU();
+  const std::string tool = lab03_tests::usable_racecheck();
+  // Racecheck names a hazard by the order in which it saw the two accesses, which depends on
+  // timing, so the phase structure tells the barriers apart instead: with a single phase
+  // (width = TILE_WIDTH) only the first barrier matters; with several, both do.
+  const kit::sanitizer::Run one = lab03_tests::racecheck_probe(tool, "matmul-one-phase");
+  const kit::sanitizer::Run many = lab03_tests::racecheck_probe(tool, "matmul");
+  CAPTURE(one.command, one.exit_code, many.command, many.exit_code);
+  if (one.exit_code == 0 && many.exit_code == 0) {
+    SUCCEED("racecheck found no hazard in tiled_matmul_kernel at TILE_WIDTH 16 and 32");
+  } else if (one.exit_code == kit::sanitizer::kErrorsFound) {
+    FAIL(
+        "racecheck found shared-memory hazards in tiled_matmul_kernel even with a single phase "
+        "(width = TILE_WIDTH):\n"
+        << lab03_tests::hazard_lines(one.output)
+        << "hint: read-after-write hazard: threads read Mds or Nds before every thread of the "
+           "block has stored its element of the tiles. The first __syncthreads(), between the "
+           "loads and the inner product loop, is missing or misplaced (README section 6).");
+  } else if (many.exit_code == kit::sanitizer::kErrorsFound) {
+    FAIL(
+        "racecheck found shared-memory hazards in tiled_matmul_kernel with several phases, "
+        "none with a single one:\n"
+        << lab03_tests::hazard_lines(many.output)
+        << "hint: write-after-read hazard: a thread stores the next phase's element of Mds or "
+           "Nds while other threads still read this phase's tiles. The second __syncthreads(), "
+           "after the inner product loop and before the next loads, is missing or misplaced "
+           "(README section 6).");
+  } else if (one.exit_code == kit::sanitizer::kWrongResult ||
+             many.exit_code == kit::sanitizer::kWrongResult) {
+    FAIL(
+        "racecheck found no hazard, but the kernel left elements of P unwritten, so there was "
+        "nothing to judge:\n"
+        << kit::sanitizer::tail(one.output + many.output, 4)
+        << "hint: make the correctness tests pass first; this test judges only a kernel that "
+           "computes P.");
+  } else {
+    FAIL("the probe failed under racecheck (exit codes "
+         << one.exit_code << " and " << many.exit_code << "):\n"
+         << kit::sanitizer::tail(one.output + many.output)
+         << "hint: the kernel or its launch failed; the correctness tests show how.");
+  }
+}
+
+TEST_CASE("host function rejects widths that are not positive multiples of the tile",
+          "[lab03][safety]") {
+  std::vector<float> M(64 * 64), N(64 * 64), P(64 * 64);
+  for (int width : {0, -16}) {
+    CAPTURE(width);
+    CHECK_THROWS_WITH(lab03::tiled_matmul(M.data(), N.data(), P.data(), width, 16),
+                      ContainsSubstring("width") && ContainsSubstring("at least 1"));
+  }
+  for (int width : {1, 17, 48}) {
+    CAPTURE(width);
+    CHECK_THROWS_WITH(lab03::tiled_matmul(M.data(), N.data(), P.data(), width, 32),
+                      ContainsSubstring("multiple"));
+  }
+  CHECK_THROWS_AS(lab03::launch_tiled_matmul(M.data(), N.data(), P.data(), 40, 16),
+                  std::invalid_argument);
+}
+
+TEST_CASE("host function rejects null matrices and tile widths other than 16 and 32",
+          "[lab03][safety]") {
+  std::vector<float> M(64 * 64), N(64 * 64), P(64 * 64);
+  CHECK_THROWS_WITH(lab03::tiled_matmul(nullptr, N.data(), P.data(), 64, 16),
+                    ContainsSubstring("h_M"));
+  CHECK_THROWS_WITH(lab03::tiled_matmul(M.data(), nullptr, P.data(), 64, 16),
+                    ContainsSubstring("h_N"));
+  CHECK_THROWS_WITH(lab03::tiled_matmul(M.data(), N.data(), nullptr, 64, 16),
+                    ContainsSubstring("h_P"));
+  for (int tile : {0, 8, 64}) {
+    CAPTURE(tile);
+    CHECK_THROWS_WITH(lab03::tiled_matmul(M.data(), N.data(), P.data(), 64, tile),
+                      ContainsSubstring("tile_width"));
+    CHECK_THROWS_WITH(lab03::launch_tiled_matmul(M.data(), N.data(), P.data(), 64, tile),
+                      ContainsSubstring("tile_width"));
+  }
+}
+
+TEST_CASE("tiled kernel speed is close to the reference tiled kernel",
+          "[lab03][performance][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int width = 1024;
+  const kit::MatmulProblem problem = kit::make_square_problem(width, 3400);
+  for (int tile : {16, 32}) {
+    CAPTURE(width, tile);
+    KIT_REQUIRE_MATRIX(lab03_tests::check_tiled(problem, tile));
+  }
+  // The slower of the two tile widths sets the score: both must be tiled kernels.
+  double worst = 0;
+  std::ostringstream timings;
+  for (int tile : {16, 32}) {
+#ifdef KIT_HAVE_REFERENCE
+    const auto reference = [&](const float* d_M, const float* d_N, float* d_P) {
+      lab03_reference::launch_tiled_matmul(d_M, d_N, d_P, width, tile);
+    };
+    const kit::TimeRatio r = kit::time_ratio(problem, lab03_tests::tiled(width, tile), reference);
+    timings << "TILE_WIDTH " << tile << ": your kernel " << r.candidate.median_ms
+            << " ms, reference tiled kernel " << r.baseline.median_ms << " ms (median of "
+            << r.candidate.repeats << " runs, width " << width << ")\n";
+#else
+    kit::CublasMatmul cublas;
+    const auto yardstick = [&](const float* d_M, const float* d_N, float* d_P) {
+      cublas(d_M, d_N, d_P, width);
+    };
+    const kit::TimeRatio r = kit::time_ratio(problem, lab03_tests::tiled(width, tile), yardstick);
+    timings << "TILE_WIDTH " << tile << ": your kernel takes " << r.ratio()
+            << "x the time of cuBLAS (" << r.candidate.median_ms << " ms vs "
+            << r.baseline.median_ms << " ms)\n";
+#endif
+    worst = std::max(worst, r.ratio());
+  }
+  INFO(timings.str());
+#ifdef KIT_HAVE_REFERENCE
+  KIT_METRIC("time_ratio", worst);
+#else
+  WARN(
+      "Grading compares against the reference tiled kernel instead of cuBLAS; this student kit "
+      "does not ship it.");
+  KIT_METRIC("time_ratio_vs_cublas", worst);
+#endif
+}

@@ -1,0 +1,105 @@
+// Lab 04's probe: runs the student's kernels once on shapes that are no multiple of the tile,
+// in buffers of exactly the matrices' size, so that the tests can run them under
+// compute-sanitizer memcheck (tests/test_boundary_matmul.cpp); then checks that every element
+// of P was written, so that an empty kernel cannot pass for a safe one.
+//   lab04_probe selftest   an in-bounds kernel of the probe's own (is the sanitizer usable?)
+//   lab04_probe square     tiled_matmul_kernel at widths 1, 17, 33 and 50
+//   lab04_probe rect       rect_matmul_kernel on thin, wide and deep shapes
+// Exit codes: 0 done, 1 a CUDA error or exception, 2 usage, 4 an unwritten element of P.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "boundary_matmul.h"
+#include "kit/cuda_check.hpp"
+#include "kit/device_buffer.hpp"
+#include "kit/poison.hpp"
+
+namespace {
+
+constexpr int kWrongResult = 4;  // kit/sanitizer.hpp: kit::sanitizer::kWrongResult
+
+__global__ void selftest_kernel(float* out, int count) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) out[i] = static_cast<float>(i);
+}
+
+int run_selftest() {
+  const int count = 100;
+  kit::DeviceBuffer<float> d_out(count);
+  selftest_kernel<<<1, 128>>>(d_out.data(), count);
+  KIT_CHECK_LAUNCH();
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  return 0;
+}
+
+// Exactly I x J, J x K and I x K floats, so that memcheck reports any access past their ends.
+// The check after the run is only that every element of P was written.
+int run_shape(int I, int J, int K, int tile, bool square) {
+  std::vector<float> M(static_cast<std::size_t>(I) * J), N(static_cast<std::size_t>(J) * K);
+  for (std::size_t i = 0; i < M.size(); ++i) M[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
+  for (std::size_t i = 0; i < N.size(); ++i) N[i] = static_cast<float>(static_cast<int>(i % 5) - 2);
+  kit::DeviceBuffer<float> d_M(M.size()), d_N(N.size()), d_P(static_cast<std::size_t>(I) * K);
+  d_M.copy_from_host(M.data());
+  d_N.copy_from_host(N.data());
+  kit::poison(d_P.data(), d_P.size());
+  if (square) {
+    lab04::launch_tiled_matmul(d_M.data(), d_N.data(), d_P.data(), I, tile);
+  } else {
+    lab04::launch_rect_matmul(d_M.data(), d_N.data(), d_P.data(), I, J, K, tile);
+  }
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> got(d_P.size());
+  d_P.copy_to_host(got.data());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (kit::is_poison(got[i])) {
+      std::fprintf(stderr,
+                   "lab04_probe: %s kernel, %d x %d times %d x %d, TILE_WIDTH %d: "
+                   "P[%zu][%zu] was never written\n",
+                   square ? "square" : "rect", I, J, J, K, tile, i / K, i % K);
+      return kWrongResult;
+    }
+  }
+  return 0;
+}
+
+int run_square() {
+  for (int tile : {16, 32}) {
+    for (int width : {1, 17, 33, 50}) {
+      const int rc = run_shape(width, width, width, tile, true);
+      if (rc != 0) return rc;
+    }
+  }
+  return 0;
+}
+
+int run_rect() {
+  const int shapes[][3] = {{17, 33, 5}, {5, 40, 47}, {33, 17, 100}, {1, 50, 1}};
+  for (int tile : {16, 32}) {
+    for (const auto& s : shapes) {
+      const int rc = run_shape(s[0], s[1], s[2], tile, false);
+      if (rc != 0) return rc;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc == 2 ? argv[1] : "";
+  try {
+    if (mode == "selftest") return run_selftest();
+    if (mode == "square") return run_square();
+    if (mode == "rect") return run_rect();
+    std::fprintf(stderr, "usage: lab04_probe selftest|square|rect\n");
+    return 2;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "lab04_probe %s: %s\n", mode.c_str(), error.what());
+    return 1;
+  }
+}

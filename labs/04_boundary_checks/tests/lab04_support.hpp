@@ -1,0 +1,169 @@
+// What lab 04's public and hidden tests share: launching the student's kernels, the shapes,
+// the diagnosis of a phase loop that stops short, and runs inside guard bands.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "boundary_matmul.h"
+#include "kit/compare.hpp"
+#include "kit/cuda_check.hpp"
+#include "kit/kernel_attributes.hpp"
+#include "kit/matmul_harness.hpp"
+#include "kit/poison.hpp"
+#include "kit/testing.hpp"
+
+namespace lab04_tests {
+
+// Defined in kernel_attributes_lab04.cu, the one test file nvcc compiles.
+kit::KernelAttributes square_kernel_attributes(int tile_width);
+kit::KernelAttributes rect_kernel_attributes(int tile_width);
+
+// M is I x J, N is J x K, P is I x K.
+struct Shape {
+  int I, J, K;
+};
+
+inline kit::MatmulLaunch square(int width, int tile_width) {
+  return [=](const float* d_M, const float* d_N, float* d_P) {
+    lab04::launch_tiled_matmul(d_M, d_N, d_P, width, tile_width);
+  };
+}
+
+inline kit::MatmulLaunch rect(Shape s, int tile_width) {
+  return [=](const float* d_M, const float* d_N, float* d_P) {
+    lab04::launch_rect_matmul(d_M, d_N, d_P, s.I, s.J, s.K, tile_width);
+  };
+}
+
+inline kit::MatmulProblem make_problem(Shape s, std::uint64_t seed) {
+  return kit::make_matmul_problem(s.I, s.J, s.K, seed);
+}
+
+// The kernels that handle a shape, named: the rectangular one always, the square one too when
+// the shape is square.
+inline std::vector<std::pair<const char*, kit::MatmulLaunch>> kernels_for(Shape s, int tile) {
+  std::vector<std::pair<const char*, kit::MatmulLaunch>> kernels;
+  if (s.I == s.J && s.J == s.K) kernels.push_back({"tiled_matmul_kernel", square(s.I, tile)});
+  kernels.push_back({"rect_matmul_kernel", rect(s, tile)});
+  return kernels;
+}
+
+// The product a kernel computes when its phase loop runs width / TILE_WIDTH times, rounded
+// down: the terms of the last, partial phase are missing (all of them when J < TILE_WIDTH).
+// Empty when J is a multiple of the tile, where that mistake changes nothing.
+inline std::vector<kit::Alternative> phase_mistakes(const kit::MatmulProblem& p, int tile) {
+  std::vector<kit::Alternative> mistakes;
+  const int full = p.inner / tile * tile;
+  if (full == p.inner) return mistakes;
+  std::vector<double> truncated(static_cast<std::size_t>(p.rows) * p.cols, 0.0);
+  for (int i = 0; i < p.rows; ++i) {
+    for (int k = 0; k < full; ++k) {
+      const double m = p.M[static_cast<std::size_t>(i) * p.inner + k];
+      for (int j = 0; j < p.cols; ++j) {
+        truncated[static_cast<std::size_t>(i) * p.cols + j] +=
+            m * p.N[static_cast<std::size_t>(k) * p.cols + j];
+      }
+    }
+  }
+  const int ran = p.inner / tile;
+  const std::string what = ran == 0 ? "no phase ran at all" : "the last, partial phase is missing";
+  mistakes.push_back({"the phase loop ran floor(" + std::to_string(p.inner) + " / " +
+                          std::to_string(tile) + ") = " + std::to_string(ran) +
+                          (ran == 1 ? " time: " : " times: ") + what +
+                          ". Round the number of phases up: (width + TILE_WIDTH - 1) / "
+                          "TILE_WIDTH (README section 3).",
+                      std::move(truncated)});
+  return mistakes;
+}
+
+// Runs a launch on poisoned output and compares with the host reference; when the result is
+// wrong, tries the phase-count mistake and (for square problems) the usual index mistakes.
+inline kit::Comparison check_launch(const kit::MatmulProblem& p, const kit::MatmulLaunch& launch,
+                                    int tile) {
+  const std::vector<float> P = kit::run_matmul(p, launch);
+  kit::Comparison cmp = kit::compare_matrix(P, p.ref, kit::Tolerance{}, tile);
+  if (!cmp.ok) {
+    std::vector<kit::Alternative> alternatives = phase_mistakes(p, tile);
+    if (p.rows == p.inner && p.inner == p.cols) {
+      for (kit::Alternative& a : kit::matmul_index_mistakes(p.M, p.N, p.rows)) {
+        alternatives.push_back(std::move(a));
+      }
+    }
+    cmp = kit::compare_matrix(P, p.ref, kit::Tolerance{}, tile, alternatives);
+  }
+  return cmp;
+}
+
+// Each width gets its own inputs; both tile widths run on them.
+inline void check_square_with_both_tiles(int width, std::uint64_t seed) {
+  const kit::MatmulProblem problem = kit::make_square_problem(width, seed);
+  for (int tile : {16, 32}) {
+    CAPTURE(width, tile, problem.seed);
+    KIT_CHECK_MATRIX(check_launch(problem, square(width, tile), tile));
+  }
+}
+
+inline void check_rect_with_both_tiles(Shape s, std::uint64_t seed) {
+  const kit::MatmulProblem problem = make_problem(s, seed);
+  for (int tile : {16, 32}) {
+    CAPTURE(s.I, s.J, s.K, tile, problem.seed);
+    KIT_CHECK_MATRIX(check_launch(problem, rect(s, tile), tile));
+  }
+}
+
+// A run with M, N and P each inside bands of NaN sentinels wide enough to catch anything a
+// missing guard can reach (up to TILE_WIDTH rows past the end of a matrix).
+struct GuardedRun {
+  std::vector<float> P;
+  std::string P_damage;  // empty when no sentinel around P changed
+};
+
+inline GuardedRun run_guarded(const kit::MatmulProblem& p, const kit::MatmulLaunch& launch) {
+  const std::size_t guard = 32 * (static_cast<std::size_t>(std::max(p.inner, p.cols)) + 2);
+  kit::GuardedBuffer d_M(p.M.size(), guard), d_N(p.N.size(), guard);
+  kit::GuardedBuffer d_P(static_cast<std::size_t>(p.rows) * p.cols, guard);
+  d_M.copy_from_host(p.M.data());
+  d_N.copy_from_host(p.N.data());
+  d_P.poison_data();
+  launch(d_M.data(), d_N.data(), d_P.data());
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  GuardedRun r;
+  r.P.resize(d_P.size());
+  d_P.copy_to_host(r.P.data());
+  r.P_damage = d_P.damaged_guards();
+  return r;
+}
+
+// How many elements of P are NaN or infinite although no input is (poison excepted: an
+// unwritten element is the correctness tests' business).
+inline long long not_finite(const std::vector<float>& P) {
+  return std::count_if(P.begin(), P.end(),
+                       [](float v) { return !std::isfinite(v) && !kit::is_poison(v); });
+}
+
+// A guard-band test judges only a kernel that computes all of P: records a failure and returns
+// false when some element was never written.
+inline bool fully_written(const std::vector<float>& P) {
+  const long long unwritten = std::count_if(P.begin(), P.end(), kit::is_poison);
+  if (unwritten == 0) return true;
+  FAIL_CHECK(unwritten
+             << " of " << P.size()
+             << " elements of P were never written, so this "
+                "check has nothing to judge\n"
+                "hint: make the correctness tests pass first; this test judges only a kernel that "
+                "computes all of P.");
+  return false;
+}
+
+// The shapes the guard-band and memcheck tests use: none a multiple of either tile.
+inline std::vector<Shape> guard_shapes() {
+  return {{1, 1, 1},   {17, 17, 17}, {33, 33, 33}, {100, 100, 100},
+          {17, 33, 5}, {5, 40, 47},  {33, 17, 100}};
+}
+
+}  // namespace lab04_tests

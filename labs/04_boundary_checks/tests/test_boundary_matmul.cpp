@@ -1,0 +1,267 @@
+// Lab 04's public tests: results for awkward widths and rectangular shapes, out-of-bounds
+// accesses (guard bands and memcheck), shared memory, argument checks and speed.
+#include <algorithm>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "boundary_matmul.h"
+#include "kit/cublas_matmul.hpp"
+#include "kit/matmul_harness.hpp"
+#include "kit/poison.hpp"
+#include "kit/testing.hpp"
+#include "lab04_support.hpp"
+#include "kit/sanitizer.hpp"
+
+#ifdef KIT_HAVE_REFERENCE
+namespace lab04_reference {
+void launch_tiled_matmul(const float* d_M, const float* d_N, float* d_P, int width, int tile_width);
+}
+#endif
+
+using Catch::Matchers::ContainsSubstring;
+using lab04_tests::Shape;
+
+TEST_CASE("tiled result matches the host reference for widths below and just past the tile",
+          "[lab04][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int width = GENERATE(1, 2, 15, 17, 31, 33);
+  lab04_tests::check_square_with_both_tiles(width, 4100 + width);
+}
+
+TEST_CASE(
+    "tiled result matches the host reference for large widths that are not multiples of the tile",
+    "[lab04][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int width = GENERATE(100, 257, 1000, 1023, 1025);
+  lab04_tests::check_square_with_both_tiles(width, 4200 + width);
+}
+
+TEST_CASE("tiled result matches the host reference when the width is a multiple of the tile",
+          "[lab04][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int width = GENERATE(32, 64, 1024);
+  lab04_tests::check_square_with_both_tiles(width, 4300 + width);
+}
+
+TEST_CASE("rectangular result matches the host reference for thin and wide shapes",
+          "[lab04][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  const Shape s = GENERATE(Shape{1, 1, 1}, Shape{1, 50, 7}, Shape{7, 50, 1}, Shape{17, 33, 5},
+                           Shape{100, 1, 100}, Shape{64, 1000, 48}, Shape{33, 17, 1025},
+                           Shape{1000, 50, 3}, Shape{257, 300, 31}, Shape{48, 96, 16});
+  lab04_tests::check_rect_with_both_tiles(s, 4400 + s.I * 7 + s.J * 3 + s.K);
+}
+
+TEST_CASE("host function returns the product of rectangular host matrices",
+          "[lab04][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  const Shape s = GENERATE(Shape{1, 1, 1}, Shape{45, 70, 20}, Shape{20, 45, 70});
+  const kit::MatmulProblem problem = lab04_tests::make_problem(s, 4500 + s.I + s.J + s.K);
+  for (int tile : {16, 32}) {
+    CAPTURE(s.I, s.J, s.K, tile, problem.seed);
+    std::vector<float> P(problem.ref.value.size(), kit::poison_value());
+    lab04::rect_matmul(problem.M.data(), problem.N.data(), P.data(), s.I, s.J, s.K, tile);
+    KIT_CHECK_MATRIX(kit::compare_matrix(P, problem.ref, kit::Tolerance{}, tile));
+  }
+}
+
+TEST_CASE("tiled kernels read nothing outside their input matrices", "[lab04][safety][gpu]") {
+  KIT_REQUIRE_GPU();
+  for (const Shape s : lab04_tests::guard_shapes()) {
+    const kit::MatmulProblem problem = lab04_tests::make_problem(s, 4600 + s.I + s.J + s.K);
+    for (int tile : {16, 32}) {
+      for (const auto& [kernel, launch] : lab04_tests::kernels_for(s, tile)) {
+        CAPTURE(kernel, s.I, s.J, s.K, tile);
+        const lab04_tests::GuardedRun r = lab04_tests::run_guarded(problem, launch);
+        if (!lab04_tests::fully_written(r.P)) continue;
+        const long long bad = lab04_tests::not_finite(r.P);
+        if (bad > 0) {
+          FAIL_CHECK(bad << " of " << r.P.size()
+                         << " elements of P are NaN or infinite although "
+                            "every element of M and N is finite\n"
+                            "hint: a load read past the edge of M or N, into the NaN sentinels "
+                            "the test puts around them: guard both loads and store 0.0f in the "
+                            "tile where the element lies outside the matrix (README section 3).");
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("tiled kernels write nothing outside their output matrix", "[lab04][safety][gpu]") {
+  KIT_REQUIRE_GPU();
+  for (const Shape s : lab04_tests::guard_shapes()) {
+    const kit::MatmulProblem problem = lab04_tests::make_problem(s, 4700 + s.I + s.J + s.K);
+    for (int tile : {16, 32}) {
+      for (const auto& [kernel, launch] : lab04_tests::kernels_for(s, tile)) {
+        CAPTURE(kernel, s.I, s.J, s.K, tile);
+        const lab04_tests::GuardedRun r = lab04_tests::run_guarded(problem, launch);
+        if (!lab04_tests::fully_written(r.P)) continue;
+        if (!r.P_damage.empty()) {
+          FAIL_CHECK(r.P_damage << "\nhint: threads outside P stored their Pvalue: guard the "
+                                   "store with row < width && col < width (row < I && col < K "
+                                   "for the rectangular kernel), after the phase loop "
+                                   "(README section 3).");
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("tiled kernels make no out-of-bounds access under memcheck", "[lab04][safety][gpu]") {
+  KIT_REQUIRE_GPU();
+  const std::string tool = kit::sanitizer::find_compute_sanitizer(LAB04_CUDA_BIN_DIR);
+  if (tool.empty()) {
+    SKIP("compute-sanitizer was found neither on PATH nor in " LAB04_CUDA_BIN_DIR
+         " nor in /usr/local/cuda/bin; the memory check needs it (it comes with the CUDA toolkit)");
+  }
+  const std::string memcheck = "--tool memcheck";
+  const kit::sanitizer::Run self = kit::sanitizer::run(tool, memcheck, LAB04_PROBE_PATH, "selftest");
+  if (self.exit_code != 0) {
+    SKIP(
+        "compute-sanitizer cannot check kernels on this machine: its run of an in-bounds "
+        "kernel exited with "
+        << self.exit_code << ":\n"
+        << kit::sanitizer::tail(self.output, 8));
+  }
+  for (const char* mode : {"square", "rect"}) {
+    const kit::sanitizer::Run r = kit::sanitizer::run(tool, memcheck, LAB04_PROBE_PATH, mode);
+    CAPTURE(mode, r.command, r.exit_code);
+    if (r.exit_code == 0) continue;
+    if (r.exit_code == kit::sanitizer::kWrongResult) {
+      FAIL_CHECK("memcheck found no error in the "
+                 << mode
+                 << " kernel, but it left elements of "
+                    "P unwritten, so there was nothing to judge:\n"
+                 << kit::sanitizer::tail(r.output, 4)
+                 << "hint: make the correctness tests pass first; this test judges only a "
+                    "kernel that computes P.");
+      continue;
+    }
+    std::ostringstream out;
+    out << "memcheck reports errors in the " << mode << " kernel:\n"
+        << kit::sanitizer::lines_with(r.output, {"Invalid", "at ", "Address", "SUMMARY"});
+    const bool reads = r.output.find("__global__ read") != std::string::npos;
+    const bool writes = r.output.find("__global__ write") != std::string::npos;
+    if (reads) {
+      out << "hint: a load read outside M or N: guard both loads (the M element exists when "
+             "row and ph * TILE_WIDTH + tx are inside M, the N element when ph * TILE_WIDTH + ty "
+             "and col are inside N) and store 0.0f otherwise (README section 3).\n";
+    }
+    if (writes) {
+      out << "hint: a store wrote outside P: only threads with row and col inside P may store "
+             "(README section 3).\n";
+    }
+    if (!reads && !writes) {
+      out << "hint: the probe failed (exit code " << r.exit_code << "):\n"
+          << kit::sanitizer::tail(r.output);
+    }
+    FAIL_CHECK(out.str());
+  }
+}
+
+TEST_CASE("both tiled kernels keep two TILE_WIDTH x TILE_WIDTH float tiles in shared memory",
+          "[lab04][resources][gpu]") {
+  KIT_REQUIRE_GPU();
+  for (int tile : {16, 32}) {
+    const std::size_t expected = 2 * static_cast<std::size_t>(tile) * tile * sizeof(float);
+    const std::pair<const char*, kit::KernelAttributes> kernels[] = {
+        {"tiled_matmul_kernel", lab04_tests::square_kernel_attributes(tile)},
+        {"rect_matmul_kernel", lab04_tests::rect_kernel_attributes(tile)}};
+    for (const auto& [kernel, a] : kernels) {
+      CAPTURE(kernel, tile, a.static_shared_bytes, expected);
+      if (a.static_shared_bytes != expected) {
+        FAIL_CHECK(kernel << "<" << tile << "> has " << a.static_shared_bytes
+                          << " bytes of static shared memory, expected " << expected << "\n"
+                          << "hint: stage both operands in two __shared__ float "
+                             "[TILE_WIDTH][TILE_WIDTH] tiles, Mds and Nds, as in lab 03, and "
+                             "read the inner product's operands from them.");
+      }
+    }
+  }
+}
+
+TEST_CASE("host functions reject dimensions that are zero or negative", "[lab04][safety]") {
+  std::vector<float> M(64), N(64), P(64);
+  for (int bad : {0, -1, -100}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH(lab04::rect_matmul(M.data(), N.data(), P.data(), bad, 4, 4, 16),
+                      ContainsSubstring("I") && ContainsSubstring("at least 1"));
+    CHECK_THROWS_WITH(lab04::rect_matmul(M.data(), N.data(), P.data(), 4, bad, 4, 16),
+                      ContainsSubstring("J") && ContainsSubstring("at least 1"));
+    CHECK_THROWS_WITH(lab04::rect_matmul(M.data(), N.data(), P.data(), 4, 4, bad, 16),
+                      ContainsSubstring("K") && ContainsSubstring("at least 1"));
+    CHECK_THROWS_WITH(lab04::launch_tiled_matmul(M.data(), N.data(), P.data(), bad, 16),
+                      ContainsSubstring("width") && ContainsSubstring("at least 1"));
+    CHECK_THROWS_AS(lab04::launch_rect_matmul(M.data(), N.data(), P.data(), 4, bad, 4, 32),
+                    std::invalid_argument);
+  }
+}
+
+TEST_CASE("host functions reject null matrices and tile widths other than 16 and 32",
+          "[lab04][safety]") {
+  std::vector<float> M(64), N(64), P(64);
+  CHECK_THROWS_WITH(lab04::rect_matmul(nullptr, N.data(), P.data(), 8, 8, 8, 16),
+                    ContainsSubstring("h_M"));
+  CHECK_THROWS_WITH(lab04::rect_matmul(M.data(), nullptr, P.data(), 8, 8, 8, 16),
+                    ContainsSubstring("h_N"));
+  CHECK_THROWS_WITH(lab04::rect_matmul(M.data(), N.data(), nullptr, 8, 8, 8, 16),
+                    ContainsSubstring("h_P"));
+  for (int tile : {0, 8, 64}) {
+    CAPTURE(tile);
+    CHECK_THROWS_WITH(lab04::rect_matmul(M.data(), N.data(), P.data(), 8, 8, 8, tile),
+                      ContainsSubstring("tile_width"));
+    CHECK_THROWS_WITH(lab04::launch_tiled_matmul(M.data(), N.data(), P.data(), 8, tile),
+                      ContainsSubstring("tile_width"));
+    CHECK_THROWS_WITH(lab04::launch_rect_matmul(M.data(), N.data(), P.data(), 8, 8, 8, tile),
+                      ContainsSubstring("tile_width"));
+  }
+}
+
+TEST_CASE("boundary-checked kernel speed is close to the reference kernel",
+          "[lab04][performance][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int width = 1000;  // no multiple of either tile: the guards are exercised
+  const kit::MatmulProblem problem = kit::make_square_problem(width, 4800);
+  for (int tile : {16, 32}) {
+    CAPTURE(width, tile);
+    KIT_REQUIRE_MATRIX(lab04_tests::check_launch(problem, lab04_tests::square(width, tile), tile));
+  }
+  // The slower of the two tile widths sets the score.
+  double worst = 0;
+  std::ostringstream timings;
+  for (int tile : {16, 32}) {
+#ifdef KIT_HAVE_REFERENCE
+    const auto reference = [&](const float* d_M, const float* d_N, float* d_P) {
+      lab04_reference::launch_tiled_matmul(d_M, d_N, d_P, width, tile);
+    };
+    const kit::TimeRatio r = kit::time_ratio(problem, lab04_tests::square(width, tile), reference);
+    timings << "TILE_WIDTH " << tile << ": your kernel " << r.candidate.median_ms
+            << " ms, reference kernel " << r.baseline.median_ms << " ms (median of "
+            << r.candidate.repeats << " runs, width " << width << ")\n";
+#else
+    kit::CublasMatmul cublas;
+    const auto yardstick = [&](const float* d_M, const float* d_N, float* d_P) {
+      cublas(d_M, d_N, d_P, width);
+    };
+    const kit::TimeRatio r = kit::time_ratio(problem, lab04_tests::square(width, tile), yardstick);
+    timings << "TILE_WIDTH " << tile << ": your kernel takes " << r.ratio()
+            << "x the time of cuBLAS (" << r.candidate.median_ms << " ms vs "
+            << r.baseline.median_ms << " ms)\n";
+#endif
+    worst = std::max(worst, r.ratio());
+  }
+  INFO(timings.str());
+#ifdef KIT_HAVE_REFERENCE
+  KIT_METRIC("time_ratio", worst);
+#else
+  WARN(
+      "Grading compares against the reference kernel instead of cuBLAS; this student kit does "
+      "not ship it.");
+  KIT_METRIC("time_ratio_vs_cublas", worst);
+#endif
+}
