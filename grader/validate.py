@@ -77,7 +77,9 @@ def judge_mutant(mutant: Mutant, lab: LabScore, feedback: str, refused: list[str
     shown_expected = (
         f"all ({format_points(expected)})" if mutant.expect_loss is None else format_points(expected)
     )
-    loss = round(lab.max_points - lab.points, 2)
+    # Only tests that ran count: a skipped GPU test earns nothing, but that is not the mutant
+    # being caught, and counting it would call a mutant "ok" that no test that ran has caught.
+    loss = round(sum(test.max_points - test.points for test in lab.tests if test.status != "skipped"), 2)
     hint_ok = mutant.expect_hint is None or mutant.expect_hint.lower() in feedback.lower()
     hint_shown = "-" if mutant.expect_hint is None else ("yes" if hint_ok else "no")
     row = dict(

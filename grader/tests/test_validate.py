@@ -110,3 +110,14 @@ def test_the_table_has_one_aligned_row_per_verdict(fake_kit):
     assert lines[2].split() == ["reference", "02", "none", "0", "-", "ok"]
     assert lines[3].split() == ["transposed", "02", "20", "10", "no", "FAIL"]
     assert lines[2].index("02") == lines[3].index("02") == lines[0].index("lab")
+
+
+def test_mutant_is_not_ok_because_of_gpu_tests_that_were_skipped(fake_kit):
+    # It loses 10 points in tests that ran and 20 in skipped ones: it must not pass on the skips.
+    verdict = judge_mutant(
+        mutant(fake_kit, loss=20.0),
+        lab_score(failed("cpu"), passed("cpu 2"), skipped("gpu", points=20)),
+        "hint: transposed",
+    )
+    assert verdict.actual_loss == 10
+    assert verdict.verdict == "not run (no GPU)"
