@@ -36,8 +36,9 @@ foreach(case IN LISTS cases)
     else()
       list(APPEND labels "${tag}")
     endif()
-    # Performance tests run alone, so no other test shares the GPU while they time it.
-    if(tag STREQUAL "performance")
+    # Performance and resources tests run alone: no other test may share the GPU while one
+    # times a kernel or counts the device's free memory.
+    if(tag MATCHES "^(performance|resources)$")
       set(serial TRUE)
     endif()
   endforeach()
