@@ -1,6 +1,7 @@
 # kit_add_lab(): the one way a lab becomes targets, so that every lab builds the same way.
 #
-#   kit_add_lab(ID 02 STUDENT_FILES naive_matmul.cu [LIBRARIES CUDA::cublas])
+#   kit_add_lab(ID 03 STUDENT_FILES tiled_matmul.cu [LIBRARIES CUDA::cublas]
+#               [ANSWERS answers.toml] [PROBE probe/lab03_probe.cu] [KERNEL_ADDRESSES])
 #
 # makes, for the lab folder it is called from (labs/NN_slug):
 #   labNN_kernels    the student files, from labs/ or solutions/ as KIT_KERNELS says;
@@ -8,8 +9,21 @@
 #                    only when solutions/ exists (performance tests time against it);
 #   labNN_tests      the lab's public tests plus, when solutions/ exists, its hidden tests;
 # and registers every test case with CTest, labelled from its tags (lab, kind, gpu or cpu).
+# Options:
+#   ANSWERS f         a student file of written answers; the tests get its path for the build
+#                     mode (labs/ or solutions/) as KIT_ANSWERS_PATH.
+#   PROBE src         labNN_probe: the student's kernels in a small program that the safety
+#                     tests run under compute-sanitizer; the tests get KIT_PROBE_PATH and
+#                     KIT_CUDA_BIN_DIR (where to look for compute-sanitizer), and the kernels
+#                     are built with -lineinfo so reports name the offending line.
+#   KERNEL_ADDRESSES  the tests take a __global__ template's address in another file (to read
+#                     its attributes). CUDA 13 gives a template's host stub internal linkage
+#                     by default; -static-global-template-stub=false keeps it external. Older
+#                     nvcc, which lacks the option, already did.
+include(CheckCompilerFlag)
+
 function(kit_add_lab)
-  cmake_parse_arguments(LAB "" "ID" "STUDENT_FILES;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(LAB "KERNEL_ADDRESSES" "ID;ANSWERS;PROBE" "STUDENT_FILES;LIBRARIES" ${ARGN})
   if(NOT LAB_ID MATCHES "^[0-9][0-9]$" OR NOT LAB_STUDENT_FILES)
     message(FATAL_ERROR "kit_add_lab needs ID NN and STUDENT_FILES (called from ${CMAKE_CURRENT_SOURCE_DIR})")
   endif()
@@ -53,6 +67,34 @@ function(kit_add_lab)
     target_compile_definitions(${name}_tests PRIVATE KIT_HAVE_REFERENCE=1)
     target_include_directories(${name}_tests PRIVATE "${lab_dir}/tests")
   endif()
+
+  if(LAB_ANSWERS)
+    target_compile_definitions(${name}_tests PRIVATE KIT_ANSWERS_PATH="${kernel_dir}/${LAB_ANSWERS}")
+  endif()
+  if(LAB_PROBE)
+    add_executable(${name}_probe "${lab_dir}/${LAB_PROBE}")
+    target_link_libraries(${name}_probe PRIVATE ${name}_kernels)
+    add_dependencies(${name}_tests ${name}_probe)
+    get_filename_component(cuda_bin "${CMAKE_CUDA_COMPILER}" DIRECTORY)
+    target_compile_definitions(${name}_tests PRIVATE KIT_PROBE_PATH="$<TARGET_FILE:${name}_probe>"
+                                                     KIT_CUDA_BIN_DIR="${cuda_bin}")
+  endif()
+  if(LAB_KERNEL_ADDRESSES)
+    check_compiler_flag(CUDA "-static-global-template-stub=false" KIT_NVCC_HAS_STATIC_STUB_OPTION)
+  endif()
+  foreach(target ${name}_kernels ${name}_reference ${name}_tests)
+    if(NOT TARGET ${target})
+      continue()
+    endif()
+    # -lineinfo leaves the machine code as it is, so both copies of the kernels keep their speed.
+    if(LAB_PROBE AND NOT target STREQUAL "${name}_tests")
+      target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+    endif()
+    if(LAB_KERNEL_ADDRESSES AND KIT_NVCC_HAS_STATIC_STUB_OPTION)
+      target_compile_options(${target} PRIVATE
+                             $<$<COMPILE_LANGUAGE:CUDA>:-static-global-template-stub=false>)
+    endif()
+  endforeach()
 
   kit_register_tests(${name}_tests)
 endfunction()

@@ -16,12 +16,12 @@ inline const std::string kRacecheck = "--tool racecheck --racecheck-report hazar
 // The compute-sanitizer executable, or a SKIP (with the reason) where it is missing or cannot
 // check a kernel on this machine (its run of the probe's race-free kernel fails).
 inline std::string usable_racecheck() {
-  const std::string tool = kit::sanitizer::find_compute_sanitizer(LAB03_CUDA_BIN_DIR);
+  const std::string tool = kit::sanitizer::find_compute_sanitizer(KIT_CUDA_BIN_DIR);
   if (tool.empty()) {
-    SKIP("compute-sanitizer was found neither on PATH nor in " LAB03_CUDA_BIN_DIR
+    SKIP("compute-sanitizer was found neither on PATH nor in " KIT_CUDA_BIN_DIR
          " nor in /usr/local/cuda/bin; the race check needs it (it comes with the CUDA toolkit)");
   }
-  const kit::sanitizer::Run self = kit::sanitizer::run(tool, kRacecheck, LAB03_PROBE_PATH, "selftest");
+  const kit::sanitizer::Run self = kit::sanitizer::run(tool, kRacecheck, KIT_PROBE_PATH, "selftest");
   if (self.exit_code != 0) {
     SKIP(
         "compute-sanitizer cannot check kernels on this machine: its run of a race-free kernel "
@@ -33,7 +33,7 @@ inline std::string usable_racecheck() {
 }
 
 inline kit::sanitizer::Run racecheck_probe(const std::string& tool, const std::string& mode) {
-  return kit::sanitizer::run(tool, kRacecheck, LAB03_PROBE_PATH, mode);
+  return kit::sanitizer::run(tool, kRacecheck, KIT_PROBE_PATH, mode);
 }
 
 // The report lines worth showing a student: the hazards and the accesses involved.

@@ -11,7 +11,7 @@ namespace {
 // Parses the file; a missing or malformed file ends the test with the parser's explanation.
 answers::File load_answers() {
   try {
-    return answers::load(LAB03_ANSWERS_PATH);
+    return answers::load(KIT_ANSWERS_PATH);
   } catch (const answers::FormatError& error) {
     FAIL(error.what() << "\nhint: answers.toml holds one key = value line per question of "
                          "README section 11; restore any line you removed and keep each value on "

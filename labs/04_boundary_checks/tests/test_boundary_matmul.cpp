@@ -114,13 +114,13 @@ TEST_CASE("tiled kernels write nothing outside their output matrix", "[lab04][sa
 
 TEST_CASE("tiled kernels make no out-of-bounds access under memcheck", "[lab04][safety][gpu]") {
   KIT_REQUIRE_GPU();
-  const std::string tool = kit::sanitizer::find_compute_sanitizer(LAB04_CUDA_BIN_DIR);
+  const std::string tool = kit::sanitizer::find_compute_sanitizer(KIT_CUDA_BIN_DIR);
   if (tool.empty()) {
-    SKIP("compute-sanitizer was found neither on PATH nor in " LAB04_CUDA_BIN_DIR
+    SKIP("compute-sanitizer was found neither on PATH nor in " KIT_CUDA_BIN_DIR
          " nor in /usr/local/cuda/bin; the memory check needs it (it comes with the CUDA toolkit)");
   }
   const std::string memcheck = "--tool memcheck";
-  const kit::sanitizer::Run self = kit::sanitizer::run(tool, memcheck, LAB04_PROBE_PATH, "selftest");
+  const kit::sanitizer::Run self = kit::sanitizer::run(tool, memcheck, KIT_PROBE_PATH, "selftest");
   if (self.exit_code != 0) {
     SKIP(
         "compute-sanitizer cannot check kernels on this machine: its run of an in-bounds "
@@ -129,7 +129,7 @@ TEST_CASE("tiled kernels make no out-of-bounds access under memcheck", "[lab04][
         << kit::sanitizer::tail(self.output, 8));
   }
   for (const char* mode : {"square", "rect"}) {
-    const kit::sanitizer::Run r = kit::sanitizer::run(tool, memcheck, LAB04_PROBE_PATH, mode);
+    const kit::sanitizer::Run r = kit::sanitizer::run(tool, memcheck, KIT_PROBE_PATH, mode);
     CAPTURE(mode, r.command, r.exit_code);
     if (r.exit_code == 0) continue;
     if (r.exit_code == kit::sanitizer::kWrongResult) {

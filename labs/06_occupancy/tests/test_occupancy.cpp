@@ -435,7 +435,7 @@ TEST_CASE("calculator rejects a device with impossible limits", "[lab06][safety]
 }
 
 TEST_CASE("answers.toml has an answer of the right kind for every question", "[lab06][concepts]") {
-  const lab06_answers::AnswerSheet sheet = lab06_answers::load_answers(LAB06_ANSWERS_FILE);
+  const lab06_answers::AnswerSheet sheet = lab06_answers::load_answers(KIT_ANSWERS_PATH);
   INFO(
       "hint: answers.toml holds your answers to the questions of README section 7: a number "
       "(4, 6144) or a word in double quotes (\"no\") after each = sign.");

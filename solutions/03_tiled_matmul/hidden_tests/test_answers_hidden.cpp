@@ -9,7 +9,7 @@ namespace {
 
 answers::File load_answers() {
   try {
-    return answers::load(LAB03_ANSWERS_PATH);
+    return answers::load(KIT_ANSWERS_PATH);
   } catch (const answers::FormatError& error) {
     FAIL(error.what() << "\nhint: the public test 'answers file is complete and well formed' "
                          "says how to fix the file.");

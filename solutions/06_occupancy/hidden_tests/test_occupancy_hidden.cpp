@@ -46,7 +46,7 @@ Occupancy reference(const DeviceLimits& d, const KernelUsage& k) {
 
 // The sheet, or a failed test that says what is wrong with the file.
 lab06_answers::AnswerSheet answers() {
-  lab06_answers::AnswerSheet sheet = lab06_answers::load_answers(LAB06_ANSWERS_FILE);
+  lab06_answers::AnswerSheet sheet = lab06_answers::load_answers(KIT_ANSWERS_PATH);
   if (!sheet.error.empty()) {
     FAIL(sheet.error << "\nhint: fix the file first: the visible test on answers.toml's format "
                         "says the same.");
