@@ -45,7 +45,7 @@ test: build
 	@echo "== handout in sync with solutions/ =="
 	$(PY) -m grader handout --check
 	@echo "== grader tests (pytest) =="
-	$(PY) -m pytest -c grader/pytest.ini grader scripts/tests
+	KIT_BUILD_DIR=$(abspath $(BUILD)) $(PY) -m pytest -c grader/pytest.ini grader scripts/tests
 
 check: setup
 	@test -n "$(LAB)" || { echo "make check: say which lab, e.g. make check LAB=02"; exit 2; }
