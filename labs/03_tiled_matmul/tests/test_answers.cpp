@@ -4,15 +4,16 @@
 #include <set>
 #include <string>
 
-#include "answers.hpp"
+#include "kit/answers.hpp"
+#include "lab03_questions.hpp"
 
 namespace {
 
 // Parses the file; a missing or malformed file ends the test with the parser's explanation.
-answers::File load_answers() {
+kit::answers::File load_answers() {
   try {
-    return answers::load(KIT_ANSWERS_PATH);
-  } catch (const answers::FormatError& error) {
+    return kit::answers::load(KIT_ANSWERS_PATH);
+  } catch (const kit::answers::FormatError& error) {
     FAIL(error.what() << "\nhint: answers.toml holds one key = value line per question of "
                          "README section 11; restore any line you removed and keep each value on "
                          "its own line.");
@@ -23,12 +24,12 @@ answers::File load_answers() {
 }  // namespace
 
 TEST_CASE("answers file is complete and well formed", "[lab03][concepts]") {
-  const answers::File file = load_answers();
+  const kit::answers::File file = load_answers();
   std::set<std::string> keys;
   std::string unanswered;
-  for (const answers::Question& q : answers::lab03_questions()) {
+  for (const kit::answers::Question& q : lab03_answers::questions()) {
     keys.insert(q.key);
-    const std::string problem = answers::form_problem(file, q);
+    const std::string problem = kit::answers::form_problem(file, q);
     if (problem.find("not answered yet") != std::string::npos) {
       unanswered += (unanswered.empty() ? "" : ", ") + std::to_string(q.number);
     } else if (!problem.empty()) {

@@ -11,8 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "answers_file.h"
 #include "device_presets.h"
+#include "kit/answers.hpp"
+#include "lab06_questions.h"
 #include "occupancy.h"
 #include "occupancy_checks.h"
 
@@ -435,14 +436,18 @@ TEST_CASE("calculator rejects a device with impossible limits", "[lab06][safety]
 }
 
 TEST_CASE("answers.toml has an answer of the right kind for every question", "[lab06][concepts]") {
-  const lab06_answers::AnswerSheet sheet = lab06_answers::load_answers(KIT_ANSWERS_PATH);
   INFO(
       "hint: answers.toml holds your answers to the questions of README section 7: a number "
       "(4, 6144) or a word in double quotes (\"no\") after each = sign.");
-  if (!sheet.error.empty()) FAIL(sheet.error);
+  kit::answers::File sheet;
+  try {
+    sheet = kit::answers::load(KIT_ANSWERS_PATH);
+  } catch (const kit::answers::FormatError& error) {
+    FAIL(error.what());
+  }
   int problems = 0;
-  for (const lab06_answers::Question& q : lab06_answers::questions()) {
-    const std::string problem = lab06_answers::answer_problem(sheet, q);
+  for (const kit::answers::Question& q : lab06_answers::questions()) {
+    const std::string problem = kit::answers::form_problem(sheet, q);
     if (problem.empty()) continue;
     ++problems;
     FAIL_CHECK(sheet.path << ": " << problem);

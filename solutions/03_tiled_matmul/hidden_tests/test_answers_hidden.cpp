@@ -3,14 +3,15 @@
 #include <cmath>
 #include <string>
 
-#include "answers.hpp"
+#include "kit/answers.hpp"
+#include "lab03_questions.hpp"
 
 namespace {
 
-answers::File load_answers() {
+kit::answers::File load_answers() {
   try {
-    return answers::load(KIT_ANSWERS_PATH);
-  } catch (const answers::FormatError& error) {
+    return kit::answers::load(KIT_ANSWERS_PATH);
+  } catch (const kit::answers::FormatError& error) {
     FAIL(error.what() << "\nhint: the public test 'answers file is complete and well formed' "
                          "says how to fix the file.");
   }
@@ -19,30 +20,30 @@ answers::File load_answers() {
 
 // Fails (and goes on) unless the question is answered with a number within rel of `right`;
 // the message never gives the right answer away.
-void check_number(const answers::File& file, const char* key, double right, double rel,
+void check_number(const kit::answers::File& file, const char* key, double right, double rel,
                   const char* where) {
-  const answers::Question& q = answers::lab03_question(key);
-  const std::string problem = answers::form_problem(file, q);
+  const kit::answers::Question& q = lab03_answers::question(key);
+  const std::string problem = kit::answers::form_problem(file, q);
   if (!problem.empty()) {
     FAIL_CHECK(problem);
     return;
   }
-  const double got = answers::number_of(file, q);
+  const double got = kit::answers::number_of(file, q);
   if (std::fabs(got - right) > rel * std::fabs(right)) {
     FAIL_CHECK("question " << q.number << " (" << key << "): " << got
                            << " is not right\nhint: " << where);
   }
 }
 
-void check_choice(const answers::File& file, const char* key, char right, const char* where) {
-  const answers::Question& q = answers::lab03_question(key);
-  const std::string problem = answers::form_problem(file, q);
+void check_choice(const kit::answers::File& file, const char* key, char right, const char* where) {
+  const kit::answers::Question& q = lab03_answers::question(key);
+  const std::string problem = kit::answers::form_problem(file, q);
   if (!problem.empty()) {
     FAIL_CHECK(problem);
     return;
   }
-  if (answers::choice_of(file, q) != right) {
-    FAIL_CHECK("question " << q.number << " (" << key << "): \"" << answers::choice_of(file, q)
+  if (kit::answers::choice_of(file, q) != right) {
+    FAIL_CHECK("question " << q.number << " (" << key << "): \"" << kit::answers::choice_of(file, q)
                            << "\" is not right\nhint: " << where);
   }
 }
@@ -50,7 +51,7 @@ void check_choice(const answers::File& file, const char* key, char right, const 
 }  // namespace
 
 TEST_CASE("answers about memory traffic and shared memory are right", "[lab03][concepts]") {
-  const answers::File file = load_answers();
+  const kit::answers::File file = load_answers();
   check_number(file, "naive_flop_per_byte", 0.25, 1e-3,
                "count the FLOPs and the bytes loaded in one step of the naive inner loop "
                "(README section 2).");
@@ -67,7 +68,7 @@ TEST_CASE("answers about memory traffic and shared memory are right", "[lab03][c
 }
 
 TEST_CASE("answers about barriers phases and measured speed are right", "[lab03][concepts]") {
-  const answers::File file = load_answers();
+  const kit::answers::File file = load_answers();
   check_number(file, "phases_width1024_tile32", 32, 1e-6,
                "one phase per tile along a row of M (README section 5).");
   check_number(file, "first_racing_block_width", 8, 1e-6,

@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "answers_file.h"
 #include "device_presets.h"
+#include "kit/answers.hpp"
+#include "lab06_questions.h"
 #include "occupancy.h"
 #include "occupancy_checks.h"
 #include "reference_bridge.h"
@@ -45,29 +46,26 @@ Occupancy reference(const DeviceLimits& d, const KernelUsage& k) {
 }
 
 // The sheet, or a failed test that says what is wrong with the file.
-lab06_answers::AnswerSheet answers() {
-  lab06_answers::AnswerSheet sheet = lab06_answers::load_answers(KIT_ANSWERS_PATH);
-  if (!sheet.error.empty()) {
-    FAIL(sheet.error << "\nhint: fix the file first: the visible test on answers.toml's format "
-                        "says the same.");
+kit::answers::File answers() {
+  try {
+    return kit::answers::load(KIT_ANSWERS_PATH);
+  } catch (const kit::answers::FormatError& error) {
+    FAIL(error.what() << "\nhint: fix the file first: the visible test on answers.toml's format "
+                         "says the same.");
   }
-  return sheet;
+  return {};
 }
 
 // Checks one numeric answer; the hint explains the method, never the number.
-void check_number(const lab06_answers::AnswerSheet& sheet, const char* key, double expected,
+void check_number(const kit::answers::File& sheet, const char* key, double expected,
                   const std::string& hint) {
-  const lab06_answers::Question* question = nullptr;
-  for (const auto& q : lab06_answers::questions()) {
-    if (std::string(q.key) == key) question = &q;
-  }
-  REQUIRE(question != nullptr);
-  const std::string problem = lab06_answers::answer_problem(sheet, *question);
+  const kit::answers::Question& question = lab06_answers::question(key);
+  const std::string problem = kit::answers::form_problem(sheet, question);
   if (!problem.empty()) {
     FAIL_CHECK(problem);
     return;
   }
-  const double got = sheet.answers.at(key).number;
+  const double got = kit::answers::number_of(sheet, question);
   if (std::abs(got - expected) < 1e-9) {
     SUCCEED(key);
     return;
@@ -75,19 +73,15 @@ void check_number(const lab06_answers::AnswerSheet& sheet, const char* key, doub
   FAIL_CHECK(key << " = " << got << " is not right\nhint: " << hint);
 }
 
-void check_text(const lab06_answers::AnswerSheet& sheet, const char* key,
+void check_text(const kit::answers::File& sheet, const char* key,
                 const std::vector<std::string>& accepted, const std::string& hint) {
-  const lab06_answers::Question* question = nullptr;
-  for (const auto& q : lab06_answers::questions()) {
-    if (std::string(q.key) == key) question = &q;
-  }
-  REQUIRE(question != nullptr);
-  const std::string problem = lab06_answers::answer_problem(sheet, *question);
+  const kit::answers::Question& question = lab06_answers::question(key);
+  const std::string problem = kit::answers::form_problem(sheet, question);
   if (!problem.empty()) {
     FAIL_CHECK(problem);
     return;
   }
-  const std::string& got = sheet.answers.at(key).text;
+  const std::string got = kit::answers::text_of(sheet, question);
   for (const std::string& a : accepted) {
     if (got == a) {
       SUCCEED(key);
