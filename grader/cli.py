@@ -10,7 +10,7 @@ from pathlib import Path
 from .build import BuildConfig
 from .collect import find_submissions
 from .errors import GraderError
-from .handout import generate
+from .handout import generate, make_student_kit
 from .pipeline import GradeOptions, check_lab, grade_class, grade_sample_class
 from .report import gpu_skip_notice, lab_feedback_lines
 from .rubric import Kit, find_kit_root, load_kit
@@ -120,6 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--check",
         action="store_true",
         help="write nothing; exit 1 listing the skeletons that differ from the generated ones",
+    )
+    handout.add_argument(
+        "--student-kit",
+        metavar="DIR",
+        type=Path,
+        help="instead, write a student kit (the kit without solutions/ and bench/) into the new folder DIR",
     )
     handout.set_defaults(command=run_handout)
     return parser
@@ -244,6 +250,13 @@ def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
 
 
 def run_handout(kit: Kit, args: argparse.Namespace) -> int:
+    if args.student_kit is not None:
+        files = make_student_kit(kit, args.student_kit)
+        print(
+            f"student kit in {args.student_kit}: {len(files)} files, without solutions/ and bench/; "
+            "it builds the students' kernels by default"
+        )
+        return 0
     stale = generate(kit, check=args.check)
     relative = [str(path.relative_to(kit.root)) for path in stale]
     if args.check:

@@ -20,12 +20,16 @@ their TODO lines keep `#`.
 
 from __future__ import annotations
 
+import fnmatch
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import GraderError
 from .rubric import Kit
+from .stage import SKIPPED_ANYWHERE, SKIPPED_AT_TOP
 
 MARKER = re.compile(r"^(?P<indent>[ \t]*)(?P<leader>//|#)[ \t]*KIT:(?P<kind>[A-Z]+)(?P<rest>.*?)\r?$")
 BEGIN = "(begin)"
@@ -161,3 +165,49 @@ def generate(kit: Kit, check: bool = False) -> list[Path]:
             if not check:
                 item.target.write_bytes(wanted.encode("utf-8"))
     return stale
+
+
+# What only staff may see or need: never in a student kit.
+STAFF_ONLY = ("solutions", "bench")
+
+
+def make_student_kit(kit: Kit, out: Path) -> list[Path]:
+    """Copies the kit without solutions/ and bench/ into the new folder `out`; returns its files.
+
+    Only files git tracks are copied when the kit is a git checkout, so nothing a TA has lying
+    around (builds, notes, a class's submissions) reaches students. The skeletons must be in
+    sync with the solutions first: a student kit is where a stale skeleton would hurt.
+    """
+    if not kit.has_solutions:
+        raise GraderError("a student kit is made from the staff repository, which has solutions/")
+    if out.exists():
+        raise GraderError(f"{out} already exists; name a new folder (nothing was written)")
+    stale = generate(kit, check=True)
+    if stale:
+        names = ", ".join(str(path.relative_to(kit.root)) for path in stale)
+        raise GraderError(f"skeletons differ from their solutions ({names}); run make handout first")
+    copied = []
+    for relative in _kit_files(kit.root):
+        if relative.parts[0] in STAFF_ONLY:
+            continue
+        target = out / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(kit.root / relative, target)
+        copied.append(target)
+    return copied
+
+
+def _kit_files(root: Path) -> list[Path]:
+    """The kit's files, relative to root: git's tracked files, or a walk that skips builds."""
+    if (root / ".git").exists():
+        listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=False)
+        if listed.returncode == 0:
+            return [Path(name) for name in listed.stdout.decode().split("\0") if name and (root / name).is_file()]
+    files = []
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        top_skipped = any(fnmatch.fnmatch(relative.parts[0], p) for p in SKIPPED_AT_TOP)
+        any_skipped = any(fnmatch.fnmatch(part, p) for part in relative.parts for p in SKIPPED_ANYWHERE)
+        if path.is_file() and not top_skipped and not any_skipped:
+            files.append(relative)
+    return files

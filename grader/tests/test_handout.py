@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from grader.errors import GraderError
-from grader.handout import generate, make_skeleton
+from grader.handout import generate, make_skeleton, make_student_kit
 
 SOURCE = Path("solutions/02_demo/demo.cu")
 
@@ -119,3 +119,28 @@ def test_a_missing_solution_file_is_named(fake_kit):
     (fake_kit.root / "solutions/03_other/other.cu").unlink()
     with pytest.raises(GraderError, match="solutions/03_other/other.cu is missing"):
         generate(fake_kit.kit, check=True)
+
+
+def test_student_kit_leaves_out_solutions_and_build_folders(fake_kit, tmp_path):
+    generate(fake_kit.kit)
+    (fake_kit.root / "build").mkdir(exist_ok=True)
+    (fake_kit.root / "build" / "junk.o").write_text("object")
+    out = tmp_path / "student-kit"
+    files = make_student_kit(fake_kit.kit, out)
+    relative = {path.relative_to(out).as_posix() for path in files}
+    assert "labs/02_demo/demo.cu" in relative
+    assert (out / "labs/02_demo/demo.cu").read_text() == (fake_kit.root / "labs/02_demo/demo.cu").read_text()
+    assert not any(name.startswith(("solutions/", "bench/", "build/")) for name in relative)
+    assert not (out / "solutions").exists()
+
+
+def test_student_kit_refuses_stale_skeletons_and_an_existing_folder(fake_kit, tmp_path):
+    generate(fake_kit.kit)
+    (fake_kit.root / "labs/02_demo/demo.cu").write_text("// edited by hand\n")
+    with pytest.raises(GraderError, match="run make handout first"):
+        make_student_kit(fake_kit.kit, tmp_path / "kit-a")
+    assert not (tmp_path / "kit-a").exists()
+    generate(fake_kit.kit)
+    (tmp_path / "kit-b").mkdir()
+    with pytest.raises(GraderError, match="already exists"):
+        make_student_kit(fake_kit.kit, tmp_path / "kit-b")
