@@ -213,6 +213,8 @@ def _zip_entries(archive: zipfile.ZipFile, path: Path) -> Iterator[_Entry]:
 
 
 def _read_zip(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
+    # zipfile raises NotImplementedError for a compression method it does not support (not a
+    # stub): such an archive is the student's to re-zip, like a corrupt or encrypted one.
     try:
         with archive.open(info) as handle:
             return handle.read(limit)
