@@ -44,18 +44,32 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print(f"plot_bench.py: {args.csv} holds no measurements", file=sys.stderr)
         return 2
-    series: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    series: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
     for row in rows:
-        label = row["kernel"] if row["kernel"] == "cublas" else f"{row['lab']}, {row['tile']}"
-        series[label].append((int(row["width"]), float(row["gflops"])))
+        tile = "" if row["kernel"] == "cublas" else row["tile"]
+        series[(row["lab"], tile)].append((int(row["width"]), float(row["gflops"])))
 
     # Widths as evenly spaced categories in increasing order: 4000 and 4096 stay apart.
     widths = sorted({int(row["width"]) for row in rows})
     position = {w: i for i, w in enumerate(widths)}
     figure, axes = plt.subplots(figsize=(8, 5))
-    for label, points in series.items():
+    # One colour and marker per lab, one line style per tile width. Lab 04's kernel runs as fast
+    # as lab 03's, so its lines lie on top of them: hollow markers keep both visible.
+    labs = sorted({lab for lab, _ in series})
+    markers = "osD^v<>"
+    for (lab, tile), points in sorted(series.items()):
         points.sort()
-        axes.plot([position[w] for w, _ in points], [g for _, g in points], marker="o", label=label)
+        index = labs.index(lab)
+        axes.plot(
+            [position[w] for w, _ in points],
+            [g for _, g in points],
+            color=f"C{index}",
+            marker=markers[index % len(markers)],
+            markersize=8 if "boundary" in lab else 6,
+            markerfacecolor="none" if "boundary" in lab else f"C{index}",
+            linestyle="--" if tile == "32" else "-",
+            label=f"{lab}, {tile}" if tile else lab,
+        )
     axes.set_xticks(range(len(widths)))
     axes.set_xticklabels([str(w) for w in widths])
     # A log scale: cuBLAS runs several times faster than the labs' kernels, and on a linear
@@ -67,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     axes.set_ylabel("GFLOP/s (median run, log scale)")
     axes.set_title(f"Matrix multiplication on {rows[0]['device']}", fontsize=10)
     axes.grid(True, alpha=0.3)
-    axes.legend(fontsize=8, title="kernel, tile or block width", title_fontsize=8)
+    axes.legend(fontsize=8, title="kernel, tile or block width (32 dashed)", title_fontsize=8)
     figure.tight_layout()
     figure.savefig(args.png, dpi=120)
     print(f"wrote {args.png}")
