@@ -1,16 +1,15 @@
 // Lab 03 part B's public tests: the tiled kernel's result, its shared memory, its barriers
 // (racecheck), its argument checks and its speed.
-#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-#include <sstream>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
-#include "kit/cublas_matmul.hpp"
 #include "kit/matmul_harness.hpp"
 #include "kit/poison.hpp"
+#include "kit/speed.hpp"
 #include "kit/testing.hpp"
 #include "lab03_support.hpp"
 #include "racecheck.hpp"
@@ -21,6 +20,22 @@ namespace lab03_reference {
 void launch_tiled_matmul(const float* d_M, const float* d_N, float* d_P, int width, int tile_width);
 }
 #endif
+
+namespace {
+
+// The speed test's yardstick; a student kit has none, and kit::SpeedComparison times cuBLAS.
+kit::MatmulLaunch reference_tiled(int width, int tile_width) {
+#ifdef KIT_HAVE_REFERENCE
+  return [=](const float* d_M, const float* d_N, float* d_P) {
+    lab03_reference::launch_tiled_matmul(d_M, d_N, d_P, width, tile_width);
+  };
+#else
+  (void)width, (void)tile_width;
+  return {};
+#endif
+}
+
+}  // namespace
 
 using Catch::Matchers::ContainsSubstring;
 using lab03_tests::check_width_with_both_tiles;
@@ -168,36 +183,10 @@ TEST_CASE("tiled kernel speed is close to the reference tiled kernel",
     KIT_REQUIRE_MATRIX(lab03_tests::check_tiled(problem, tile));
   }
   // The slower of the two tile widths sets the score: both must be tiled kernels.
-  double worst = 0;
-  std::ostringstream timings;
+  kit::SpeedComparison speed("reference tiled kernel");
   for (int tile : {16, 32}) {
-#ifdef KIT_HAVE_REFERENCE
-    const auto reference = [&](const float* d_M, const float* d_N, float* d_P) {
-      lab03_reference::launch_tiled_matmul(d_M, d_N, d_P, width, tile);
-    };
-    const kit::TimeRatio r = kit::time_ratio(problem, lab03_tests::tiled(width, tile), reference);
-    timings << "TILE_WIDTH " << tile << ": your kernel " << r.candidate.median_ms
-            << " ms, reference tiled kernel " << r.baseline.median_ms << " ms (median of "
-            << r.candidate.repeats << " runs, width " << width << ")\n";
-#else
-    kit::CublasMatmul cublas;
-    const auto yardstick = [&](const float* d_M, const float* d_N, float* d_P) {
-      cublas(d_M, d_N, d_P, width);
-    };
-    const kit::TimeRatio r = kit::time_ratio(problem, lab03_tests::tiled(width, tile), yardstick);
-    timings << "TILE_WIDTH " << tile << ": your kernel takes " << r.ratio()
-            << "x the time of cuBLAS (" << r.candidate.median_ms << " ms vs "
-            << r.baseline.median_ms << " ms)\n";
-#endif
-    worst = std::max(worst, r.ratio());
+    speed.time("TILE_WIDTH " + std::to_string(tile), problem, lab03_tests::tiled(width, tile),
+               reference_tiled(width, tile));
   }
-  INFO(timings.str());
-#ifdef KIT_HAVE_REFERENCE
-  KIT_METRIC("time_ratio", worst);
-#else
-  WARN(
-      "Grading compares against the reference tiled kernel instead of cuBLAS; this student kit "
-      "does not ship it.");
-  KIT_METRIC("time_ratio_vs_cublas", worst);
-#endif
+  kit::report_speed(speed);
 }

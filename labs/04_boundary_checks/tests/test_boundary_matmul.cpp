@@ -1,17 +1,17 @@
 // Lab 04's public tests: results for awkward widths and rectangular shapes, out-of-bounds
 // accesses (guard bands and memcheck), shared memory, argument checks and speed.
-#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "boundary_matmul.h"
-#include "kit/cublas_matmul.hpp"
 #include "kit/matmul_harness.hpp"
 #include "kit/poison.hpp"
+#include "kit/speed.hpp"
 #include "kit/testing.hpp"
 #include "lab04_support.hpp"
 #include "kit/sanitizer.hpp"
@@ -21,6 +21,22 @@ namespace lab04_reference {
 void launch_tiled_matmul(const float* d_M, const float* d_N, float* d_P, int width, int tile_width);
 }
 #endif
+
+namespace {
+
+// The speed test's yardstick; a student kit has none, and kit::SpeedComparison times cuBLAS.
+kit::MatmulLaunch reference_square(int width, int tile_width) {
+#ifdef KIT_HAVE_REFERENCE
+  return [=](const float* d_M, const float* d_N, float* d_P) {
+    lab04_reference::launch_tiled_matmul(d_M, d_N, d_P, width, tile_width);
+  };
+#else
+  (void)width, (void)tile_width;
+  return {};
+#endif
+}
+
+}  // namespace
 
 using Catch::Matchers::ContainsSubstring;
 using lab04_tests::Shape;
@@ -232,36 +248,10 @@ TEST_CASE("boundary-checked kernel speed is close to the reference kernel",
     KIT_REQUIRE_MATRIX(lab04_tests::check_launch(problem, lab04_tests::square(width, tile), tile));
   }
   // The slower of the two tile widths sets the score.
-  double worst = 0;
-  std::ostringstream timings;
+  kit::SpeedComparison speed("reference kernel");
   for (int tile : {16, 32}) {
-#ifdef KIT_HAVE_REFERENCE
-    const auto reference = [&](const float* d_M, const float* d_N, float* d_P) {
-      lab04_reference::launch_tiled_matmul(d_M, d_N, d_P, width, tile);
-    };
-    const kit::TimeRatio r = kit::time_ratio(problem, lab04_tests::square(width, tile), reference);
-    timings << "TILE_WIDTH " << tile << ": your kernel " << r.candidate.median_ms
-            << " ms, reference kernel " << r.baseline.median_ms << " ms (median of "
-            << r.candidate.repeats << " runs, width " << width << ")\n";
-#else
-    kit::CublasMatmul cublas;
-    const auto yardstick = [&](const float* d_M, const float* d_N, float* d_P) {
-      cublas(d_M, d_N, d_P, width);
-    };
-    const kit::TimeRatio r = kit::time_ratio(problem, lab04_tests::square(width, tile), yardstick);
-    timings << "TILE_WIDTH " << tile << ": your kernel takes " << r.ratio()
-            << "x the time of cuBLAS (" << r.candidate.median_ms << " ms vs "
-            << r.baseline.median_ms << " ms)\n";
-#endif
-    worst = std::max(worst, r.ratio());
+    speed.time("TILE_WIDTH " + std::to_string(tile), problem, lab04_tests::square(width, tile),
+               reference_square(width, tile));
   }
-  INFO(timings.str());
-#ifdef KIT_HAVE_REFERENCE
-  KIT_METRIC("time_ratio", worst);
-#else
-  WARN(
-      "Grading compares against the reference kernel instead of cuBLAS; this student kit does "
-      "not ship it.");
-  KIT_METRIC("time_ratio_vs_cublas", worst);
-#endif
+  kit::report_speed(speed);
 }

@@ -1,0 +1,77 @@
+#include "kit/speed.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+namespace kit {
+
+SpeedComparison::SpeedComparison(std::string reference_name)
+    : reference_name_(std::move(reference_name)) {}
+
+void SpeedComparison::time(const std::string& label, const MatmulProblem& problem,
+                           const MatmulLaunch& candidate, const MatmulLaunch& reference) {
+  if (reference) {
+    record(label, time_ratio(problem, candidate, reference), problem.rows, true);
+    return;
+  }
+  if (problem.rows != problem.inner || problem.inner != problem.cols) {
+    throw std::invalid_argument(
+        "SpeedComparison::time: cuBLAS stands in for the reference only on square problems; "
+        "time the speed test on a width x width problem");
+  }
+  if (!cublas_) cublas_ = std::make_unique<CublasMatmul>();
+  CublasMatmul& cublas = *cublas_;
+  const int width = problem.rows;
+  const MatmulLaunch yardstick = [&cublas, width](const float* d_M, const float* d_N, float* d_P) {
+    cublas(d_M, d_N, d_P, width);
+  };
+  record(label, time_ratio(problem, candidate, yardstick), width, false);
+}
+
+void SpeedComparison::record(const std::string& label, const TimeRatio& ratio, int width,
+                             bool against_reference) {
+  if (!(ratio.baseline.median_ms > 0) || !(ratio.candidate.median_ms > 0)) {
+    throw std::invalid_argument("SpeedComparison: trial '" + label +
+                                "' has a time that is not positive; it was not measured");
+  }
+  trials_.push_back({label, ratio, width, against_reference});
+}
+
+bool SpeedComparison::graded() const {
+  return !trials_.empty() && std::all_of(trials_.begin(), trials_.end(),
+                                         [](const Trial& t) { return t.against_reference; });
+}
+
+double SpeedComparison::worst_ratio() const {
+  if (trials_.empty()) {
+    throw std::logic_error("SpeedComparison: no trial was timed, so there is no ratio to report");
+  }
+  double worst = 0;
+  for (const Trial& t : trials_) worst = std::max(worst, t.ratio.ratio());
+  return worst;
+}
+
+std::string SpeedComparison::metric_name() const {
+  return graded() ? "time_ratio" : "time_ratio_vs_cublas";
+}
+
+std::string SpeedComparison::report() const {
+  std::ostringstream out;
+  for (const Trial& t : trials_) {
+    out << t.label << ": ";
+    if (t.against_reference) {
+      out << "your kernel " << t.ratio.candidate.median_ms << " ms, " << reference_name_ << " "
+          << t.ratio.baseline.median_ms << " ms (median of " << t.ratio.candidate.repeats
+          << " runs, width " << t.width << ")\n";
+    } else {
+      out << "your kernel takes " << t.ratio.ratio() << "x the time of cuBLAS ("
+          << t.ratio.candidate.median_ms << " ms vs " << t.ratio.baseline.median_ms
+          << " ms, width " << t.width << ")\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace kit

@@ -1,0 +1,57 @@
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <stdexcept>
+
+#include "kit/speed.hpp"
+
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+kit::TimeRatio measured(double candidate_ms, double baseline_ms) {
+  kit::TimeRatio r;
+  r.candidate.median_ms = candidate_ms;
+  r.candidate.repeats = 21;
+  r.baseline.median_ms = baseline_ms;
+  r.baseline.repeats = 21;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("speed comparison scores the slowest trial against the reference", "[common]") {
+  kit::SpeedComparison speed("reference tiled kernel");
+  speed.record("TILE_WIDTH 16", measured(3.0, 2.0), 1024, true);
+  speed.record("TILE_WIDTH 32", measured(2.0, 2.0), 1024, true);
+  CHECK(speed.graded());
+  CHECK(speed.metric_name() == "time_ratio");
+  CHECK(speed.worst_ratio() == 1.5);
+  const std::string report = speed.report();
+  CHECK_THAT(report, ContainsSubstring("TILE_WIDTH 16: your kernel 3 ms, reference tiled kernel 2 ms") &&
+                         ContainsSubstring("median of 21 runs, width 1024") &&
+                         ContainsSubstring("TILE_WIDTH 32"));
+}
+
+TEST_CASE("speed comparison against cuBLAS is shown under a metric no rubric grades",
+          "[common]") {
+  kit::SpeedComparison speed("reference kernel");
+  speed.record("16 x 16 blocks", measured(6.0, 1.0), 1000, false);
+  CHECK_FALSE(speed.graded());
+  CHECK(speed.metric_name() == "time_ratio_vs_cublas");
+  CHECK(speed.worst_ratio() == 6.0);
+  CHECK_THAT(speed.report(), ContainsSubstring("6x the time of cuBLAS (6 ms vs 1 ms, width 1000)"));
+}
+
+TEST_CASE("speed comparison refuses a missing or unmeasured trial", "[common]") {
+  kit::SpeedComparison speed("reference kernel");
+  CHECK_FALSE(speed.graded());
+  CHECK_THROWS_WITH(speed.worst_ratio(), ContainsSubstring("no trial was timed"));
+  CHECK_THROWS_WITH(speed.record("t", measured(1.0, 0.0), 64, true),
+                    ContainsSubstring("'t'") && ContainsSubstring("not positive"));
+  const kit::MatmulProblem rectangular = kit::make_matmul_problem(4, 8, 4, 1);
+  const kit::MatmulLaunch never = [](const float*, const float*, float*) {
+    FAIL("a rectangular problem must be refused before anything is launched");
+  };
+  CHECK_THROWS_WITH(speed.time("t", rectangular, never, {}), ContainsSubstring("square"));
+}
