@@ -96,5 +96,12 @@ function(kit_add_lab)
     endif()
   endforeach()
 
+  # Linked by the C++ compiler (no device linking is needed), which is the language whose
+  # linker launcher CMake 3.24 supports: KIT_RECORD_COMMANDS records these links.
+  foreach(target ${name}_tests ${name}_probe)
+    if(TARGET ${target})
+      set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX)
+    endif()
+  endforeach()
   kit_register_tests(${name}_tests)
 endfunction()

@@ -41,10 +41,15 @@ std::vector<float> random_matrix(int rows, int cols, std::uint64_t seed) {
   return values;
 }
 
-MatmulReference reference_matmul(const std::vector<float>& M, const std::vector<float>& N,
-                                 int rows, int inner, int cols) {
+void require_matmul_shape(const std::vector<float>& M, const std::vector<float>& N, int rows,
+                          int inner, int cols) {
   require_shape("M", M.size(), rows, inner);
   require_shape("N", N.size(), inner, cols);
+}
+
+MatmulReference reference_matmul(const std::vector<float>& M, const std::vector<float>& N,
+                                 int rows, int inner, int cols) {
+  require_matmul_shape(M, N, rows, inner, cols);
   MatmulReference ref;
   ref.rows = rows;
   ref.cols = cols;

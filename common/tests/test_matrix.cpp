@@ -1,11 +1,14 @@
 // The harness's inputs and reference must be right before any lab's verdict can be trusted.
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_floating_point.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "kit/matrix.hpp"
+#include "kit/testing.hpp"
 
 TEST_CASE("random matrices are reproducible from their seed and differ between seeds",
           "[common]") {
@@ -51,4 +54,46 @@ TEST_CASE("host reference multiplies a small rectangular product exactly", "[com
 TEST_CASE("host reference rejects inputs whose size does not match the shape", "[common]") {
   const std::vector<float> M(6), N(5);
   CHECK_THROWS_AS(kit::reference_matmul(M, N, 2, 3, 2), std::invalid_argument);
+}
+
+TEST_CASE("reference check accepts the host reference and refuses a changed value or magnitude",
+          "[common]") {
+  const int rows = 37, inner = 50, cols = 23;
+  const auto M = kit::random_matrix(rows, inner, 11);
+  const auto N = kit::random_matrix(inner, cols, 12);
+  const kit::MatmulReference ref = kit::reference_matmul(M, N, rows, inner, cols);
+  CHECK_NOTHROW(kit::verify_reference(M, N, ref, inner));
+  // A change far below the grading tolerance (2e-5 of the magnitude) is still seen.
+  kit::MatmulReference value_off = ref;
+  value_off.value[5 * cols + 7] += 1e-7 * ref.magnitude[5 * cols + 7];
+  CHECK_THROWS_AS(kit::verify_reference(M, N, value_off, inner), std::logic_error);
+  kit::MatmulReference magnitude_off = ref;
+  magnitude_off.magnitude.back() *= 1.001;
+  CHECK_THROWS_AS(kit::verify_reference(M, N, magnitude_off, inner), std::logic_error);
+  CHECK_THROWS_AS(kit::verify_reference(M, N, ref, inner + 1), std::invalid_argument);
+}
+
+TEST_CASE("device reference matches the host reference on awkward shapes", "[common][gpu]") {
+  KIT_REQUIRE_GPU();
+  struct Shape {
+    int rows, inner, cols;
+  };
+  const Shape s = GENERATE(Shape{1, 1, 1}, Shape{17, 33, 5}, Shape{64, 64, 64},
+                           Shape{100, 257, 31}, Shape{3, 1000, 2}, Shape{129, 16, 130});
+  CAPTURE(s.rows, s.inner, s.cols);
+  const auto M = kit::random_matrix(s.rows, s.inner, 21 + s.rows);
+  const auto N = kit::random_matrix(s.inner, s.cols, 22 + s.cols);
+  const kit::MatmulReference host = kit::reference_matmul(M, N, s.rows, s.inner, s.cols);
+  const kit::MatmulReference device =
+      kit::reference_matmul_on_device(M, N, s.rows, s.inner, s.cols);
+  REQUIRE(device.rows == host.rows);
+  REQUIRE(device.cols == host.cols);
+  REQUIRE(device.value.size() == host.value.size());
+  double worst = 0;  // relative to the magnitude, which bounds the rounding of either order
+  for (std::size_t i = 0; i < host.value.size(); ++i) {
+    worst = std::max(worst, std::fabs(device.value[i] - host.value[i]) / host.magnitude[i]);
+    REQUIRE(std::fabs(device.magnitude[i] - host.magnitude[i]) <= 1e-12 * host.magnitude[i]);
+  }
+  CAPTURE(worst);
+  CHECK(worst < 1e-12);
 }

@@ -13,6 +13,7 @@
 // its list of questions (key, number, kind); see labs/03_tiled_matmul/tests/lab03_questions.hpp.
 #pragma once
 
+#include "kit/built_path.hpp"
 #include <cctype>
 #include <cmath>
 #include <cstdlib>

@@ -2,6 +2,7 @@
 // checking that it works on this machine, and keeping the lines of its report that matter.
 #pragma once
 
+#include "kit/built_path.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -109,6 +110,19 @@ inline std::string tail(const std::string& output, int limit = 15) {
     kept += lines[i] + "\n";
   }
   return kept;
+}
+
+// Why compute-sanitizer cannot judge kernels here, or "" when it can: its run of the probe's own
+// clean kernel (probe mode "selftest") must exit 0. Tests ask only after a run of the student's
+// kernels ended in a way they do not understand, which saves a sanitizer start in every test
+// that passes.
+inline std::string unusable_reason(const std::string& sanitizer_path, const std::string& tool_args,
+                                   const std::string& probe) {
+  const Run self = run(sanitizer_path, tool_args, probe, "selftest");
+  if (self.exit_code == 0) return "";
+  return "compute-sanitizer cannot check kernels on this machine: its run of the probe's own "
+         "clean kernel exited with " +
+         std::to_string(self.exit_code) + ":\n" + tail(self.output, 8);
 }
 
 }  // namespace kit::sanitizer

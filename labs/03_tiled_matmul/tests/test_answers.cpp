@@ -12,7 +12,7 @@ namespace {
 // Parses the file; a missing or malformed file ends the test with the parser's explanation.
 kit::answers::File load_answers() {
   try {
-    return kit::answers::load(KIT_ANSWERS_PATH);
+    return kit::answers::load(KIT_BUILT_PATH(KIT_ANSWERS_PATH));
   } catch (const kit::answers::FormatError& error) {
     FAIL(error.what() << "\nhint: answers.toml holds one key = value line per question of "
                          "README section 11; restore any line you removed and keep each value on "

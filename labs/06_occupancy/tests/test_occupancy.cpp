@@ -441,7 +441,7 @@ TEST_CASE("answers.toml has an answer of the right kind for every question", "[l
       "(4, 6144) or a word in double quotes (\"no\") after each = sign.");
   kit::answers::File sheet;
   try {
-    sheet = kit::answers::load(KIT_ANSWERS_PATH);
+    sheet = kit::answers::load(KIT_BUILT_PATH(KIT_ANSWERS_PATH));
   } catch (const kit::answers::FormatError& error) {
     FAIL(error.what());
   }

@@ -10,7 +10,7 @@ namespace {
 
 kit::answers::File load_answers() {
   try {
-    return kit::answers::load(KIT_ANSWERS_PATH);
+    return kit::answers::load(KIT_BUILT_PATH(KIT_ANSWERS_PATH));
   } catch (const kit::answers::FormatError& error) {
     FAIL(error.what() << "\nhint: the public test 'answers file is complete and well formed' "
                          "says how to fix the file.");

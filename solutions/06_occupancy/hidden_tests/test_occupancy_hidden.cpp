@@ -48,7 +48,7 @@ Occupancy reference(const DeviceLimits& d, const KernelUsage& k) {
 // The sheet, or a failed test that says what is wrong with the file.
 kit::answers::File answers() {
   try {
-    return kit::answers::load(KIT_ANSWERS_PATH);
+    return kit::answers::load(KIT_BUILT_PATH(KIT_ANSWERS_PATH));
   } catch (const kit::answers::FormatError& error) {
     FAIL(error.what() << "\nhint: fix the file first: the visible test on answers.toml's format "
                          "says the same.");
