@@ -1,4 +1,12 @@
-"""Stage 3, build: configure the staged kit once, then build each lab's test executable on its own.
+"""Stage 3, build: a submission's lab executables, and the student's own in-place build.
+
+Grading (build_submission_lab): the harness (harness.py) was built once for the run; per
+submission only the student's files compile, each on its own, and the lab's executables link
+from the harness's objects and the submission's. Objects and executables are cached by
+content for the run, so identical files (a lab left as the skeleton, the same upload twice)
+compile and link once. The build log a student sees names only their own file.
+
+`make check` (build_labs): CMake configures and builds the student's kit in place.
 
 A lab that does not compile costs only that lab; its compiler output, trimmed to the errors,
 goes into the student's feedback.
@@ -6,15 +14,25 @@ goes into the student's feedback.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
-from collections.abc import Callable
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .proc import run_limited
+from .proc import ProcessResult, run_limited
 from .rubric import Lab
+from .schedule import Need, Scheduler
+
+if TYPE_CHECKING:
+    from .harness import CompileRecipe, LabHarness, LinkRecipe
 
 BUILD_OUTPUT_LIMIT = 256 * 1024
 MAX_LOG_LINES = 40
@@ -48,6 +66,8 @@ class BuildResult:
     exe_path: Path | None
     problem: str | None = None  # one line: why the lab has no executable
     configured: bool = True  # False: CMake itself failed, which student code cannot cause
+    executables: dict[str, Path] = field(default_factory=dict)  # every linked one, by name
+    duration: float = 0.0  # seconds of compiling and linking this submission's files
 
 
 def configure_command(source: Path, build_dir: Path, config: BuildConfig) -> list[str]:
@@ -134,3 +154,119 @@ def trim_log(output: str, source: Path) -> str:
     return "\n".join(lines[i] for i in shown[:MAX_LOG_LINES]) + (
         f"\n[... {cut} more lines]" if cut > 0 else ""
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Grading: a submission's files against the harness
+
+
+class BuildCache:
+    """Objects and executables of one grading run, by content; one build per key, ever."""
+
+    def __init__(self, root: Path, scheduler: Scheduler, config: BuildConfig) -> None:
+        self.root = root
+        self.scheduler = scheduler
+        self.config = config
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self._results: dict[str, tuple[Path | None, str]] = {}
+        self.compiled = 0  # how many compiles and links really ran (the rest came from the cache)
+        self.linked = 0
+
+    @contextmanager
+    def _only_one(self, key: str) -> Iterator[None]:
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            yield
+
+    def _run(self, command: list[str], cwd: Path) -> ProcessResult:
+        with self.scheduler.hold(Need.CPU):
+            return run_limited(command, cwd=cwd, timeout=self.config.timeout, output_limit=BUILD_OUTPUT_LIMIT)
+
+    def compile(self, fingerprint: str, recipe: CompileRecipe, data: bytes) -> tuple[Path | None, str]:
+        """(object, "") or (None, the compiler's errors, naming only the student's file)."""
+        key = _digest(fingerprint, recipe.name, *recipe.argv, data=data)
+        with self._only_one(key):
+            if key not in self._results:
+                self._results[key] = self._compile(key, recipe, data)
+            return self._results[key]
+
+    def _compile(self, key: str, recipe: CompileRecipe, data: bytes) -> tuple[Path | None, str]:
+        folder = self.root / "obj" / key
+        folder.mkdir(parents=True, exist_ok=True)
+        source = folder / recipe.name
+        source.write_bytes(data)
+        obj = folder / f"{recipe.name}.o"
+        done = self._run(recipe.command(source, obj), recipe.cwd)
+        self.compiled += 1
+        if done.timed_out:
+            return None, f"{recipe.name}: the compiler was stopped after {self.config.timeout:.0f} s"
+        if done.returncode != 0 or not obj.is_file():
+            return None, trim_log(done.output, folder)
+        return obj, ""
+
+    def link(self, fingerprint: str, recipe: LinkRecipe, objects: list[Path]) -> tuple[Path | None, str]:
+        key = _digest(fingerprint, recipe.executable, *(str(path) for path in objects))
+        with self._only_one(key):
+            if key not in self._results:
+                folder = self.root / "bin" / key
+                folder.mkdir(parents=True, exist_ok=True)
+                exe = folder / recipe.executable
+                done = self._run(recipe.command(objects, exe), recipe.cwd)
+                self.linked += 1
+                if done.timed_out or done.returncode != 0 or not exe.is_file():
+                    self._results[key] = (None, trim_log(done.output, folder))
+                else:
+                    self._results[key] = (exe, "")
+            return self._results[key]
+
+
+def _digest(*parts: str, data: bytes = b"") -> str:
+    hasher = hashlib.sha256()
+    for part in parts:
+        hasher.update(part.encode() + b"\0")
+    hasher.update(data)
+    return hasher.hexdigest()[:24]
+
+
+def build_submission_lab(
+    harness: LabHarness, fingerprint: str, files: dict[str, bytes], cache: BuildCache
+) -> BuildResult:
+    """Compiles the submission's files of one lab and links its executables."""
+    lab = harness.lab
+    start = time.monotonic()
+    objects: list[Path] = []
+    errors: list[str] = []
+    for recipe in harness.compiles:
+        obj, log = cache.compile(fingerprint, recipe, files[recipe.name])
+        if obj is None:
+            errors.append(log)
+        else:
+            objects.append(obj)
+    if errors:
+        return BuildResult(
+            lab.id, False, "\n".join(errors), None, f"{lab.tag} did not compile",
+            duration=time.monotonic() - start,
+        )
+    executables: dict[str, Path] = {}
+    for recipe in harness.links:
+        exe, log = cache.link(fingerprint, recipe, objects)
+        if exe is None:
+            # The student's objects link against the kit's: a missing or doubly defined symbol
+            # is theirs (a kernel renamed, a function left out).
+            return BuildResult(
+                lab.id, False, log, None, f"{lab.tag} compiled but did not link ({recipe.executable})",
+                duration=time.monotonic() - start,
+            )
+        executables[recipe.executable] = exe
+    return BuildResult(
+        lab.id, True, "", executables[lab.executable], executables=executables,
+        duration=time.monotonic() - start,
+    )
+
+
+def make_cache_root(work_root: Path | None) -> Path:
+    if work_root is not None:
+        work_root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="grader-cache-", dir=work_root))

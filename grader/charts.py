@@ -33,21 +33,29 @@ class Charts:
 
 
 def draw_charts(lab: Lab, source: Path, build_dir: Path, out_dir: Path, config: BuildConfig) -> Charts:
-    """Builds the lab's chart target and runs its script; never raises for a student's failure."""
+    """`make check`: builds the lab's chart target in place, then plots; never raises for a
+    student's failure."""
     if lab.charts is None:
         return Charts()
     built = run_limited(build_command(build_dir, lab.charts.target, config), cwd=source,
                         timeout=config.timeout, output_limit=CHART_OUTPUT_LIMIT)
     if built.timed_out or built.returncode != 0:
         return Charts(note=f"charts not drawn: {lab.charts.target} did not build")
-    script = source / "labs" / lab.slug / lab.charts.script
+    return plot_charts(lab, source, build_dir / "bin" / lab.charts.target, out_dir)
+
+
+def plot_charts(lab: Lab, kit_root: Path, program: Path, out_dir: Path) -> Charts:
+    """Runs the lab's script on an already linked chart program (the grader links it per
+    submission); the PNGs it writes become the charts."""
+    assert lab.charts is not None
+    script = kit_root / "labs" / lab.slug / lab.charts.script
     out_dir.mkdir(parents=True, exist_ok=True)
-    drawn = run_limited([sys.executable, str(script), "--build", str(build_dir), "--out", str(out_dir)],
-                        cwd=source, timeout=CHART_TIMEOUT, output_limit=CHART_OUTPUT_LIMIT)
+    command = [sys.executable, str(script), "--curves", str(program), "--build", str(out_dir), "--out", str(out_dir)]
+    drawn = run_limited(command, cwd=out_dir, timeout=CHART_TIMEOUT, output_limit=CHART_OUTPUT_LIMIT)
     if drawn.returncode == MISSING_MATPLOTLIB:
         return Charts(note="charts not drawn: matplotlib is not installed where the grader runs")
     if drawn.timed_out or drawn.returncode != 0:
         last = drawn.output.strip().splitlines()[-1:] or ["no output"]
         return Charts(note=f"charts not drawn: {lab.charts.script} failed: {last[0]}")
-    files = {path.name: path.read_bytes() for path in sorted(out_dir.glob("*.png"))}
+    files = {path.name: path.read_bytes() for path in sorted(out_dir.glob("*.png")) if path.is_file()}
     return Charts(files=files, note="" if files else f"charts not drawn: {lab.charts.script} wrote no PNG")

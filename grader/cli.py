@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -11,7 +12,9 @@ from .build import BuildConfig
 from .collect import find_submissions
 from .errors import GraderError
 from .handout import generate, make_student_kit
+from .bench import run_bench
 from .pipeline import GradeOptions, check_lab, grade_class, grade_sample_class
+from .progress import make_progress
 from .report import gpu_skip_notice, lab_feedback_lines
 from .rubric import Kit, find_kit_root, load_kit
 from .run import RunConfig
@@ -83,7 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument(
         "--out",
         metavar="DIR",
-        help="a new folder for the results (default: grades/<timestamp>/; an existing folder is refused)",
+        help="the folder for the results (default: grades/<timestamp>/); a folder of an earlier, "
+        "interrupted run of the same labs is resumed: finished submissions are kept",
+    )
+    grade.add_argument(
+        "--regrade", action="store_true", help="with an existing --out, grade every submission again"
     )
     grade.add_argument("--keep-work", action="store_true", help="keep each submission's work folder")
     grade.add_argument(
@@ -107,6 +114,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_limits(validate)
     validate.set_defaults(command=run_validate_command)
+
+    bench = commands.add_parser(
+        "bench",
+        parents=[kit_option],
+        help="the grader's own speed on a synthetic class",
+        description="Grades N copies of the sample students serially and with the engine, in "
+        "the same run, and prints student-labs per minute, where the time went and whether "
+        "every score matched (grader/bench.py).",
+    )
+    bench.add_argument("--labs", metavar="LIST", help="comma-separated labs (default: all)")
+    bench.add_argument("--copies", type=int, default=1, metavar="N", help="copies of the sample students (default: 1)")
+    bench.add_argument("--no-serial", action="store_true", help="skip the serial pass")
+    bench.add_argument(
+        "--repeat", type=int, default=0, metavar="K", help="grade K more times with the engine and compare the scores"
+    )
+    bench.add_argument("--only", metavar="IDS", help="comma-separated sample students, e.g. reference,lab03-no_shared_memory")
+    bench.add_argument("--out", metavar="DIR", type=Path, help="write bench.json there")
+    bench.add_argument("--work-dir", metavar="DIR", help=argparse.SUPPRESS)
+    bench.add_argument("--keep-work", action="store_true", help=argparse.SUPPRESS)
+    _add_limits(bench)
+    bench.set_defaults(command=run_bench_command)
 
     handout = commands.add_parser(
         "handout",
@@ -147,6 +175,27 @@ def _add_limits(parser: argparse.ArgumentParser) -> None:
         help=f"seconds per CMake step (default: {BuildConfig.timeout:g})",
     )
     parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 2,
+        metavar="N",
+        help="CPU slots: compiles, links and CPU-only tests at once (default: the CPU count)",
+    )
+    parser.add_argument(
+        "--gpus",
+        metavar="LIST",
+        help="GPUs to grade on, as CUDA_VISIBLE_DEVICES values, e.g. 0,1 (default: every visible GPU); "
+        "one worker lane per GPU",
+    )
+    parser.add_argument(
+        "--gpu-slots",
+        type=int,
+        default=GradeOptions.gpu_slots,
+        metavar="N",
+        help=f"test processes sharing one GPU; performance and resources tests always run alone "
+        f"(default: {GradeOptions.gpu_slots})",
+    )
+    parser.add_argument(
         "--cuda-arch",
         metavar="A",
         help="CMAKE_CUDA_ARCHITECTURES, e.g. 90 (default: the kit's choice: the GPU's, "
@@ -161,12 +210,23 @@ def _configs(args: argparse.Namespace) -> tuple[BuildConfig, RunConfig]:
     )
 
 
-def _grade_options(kit: Kit, args: argparse.Namespace, exclude: tuple[Path, ...] = ()) -> GradeOptions:
+def _grade_options(kit: Kit, args: argparse.Namespace) -> GradeOptions:
     build, run = _configs(args)
     labs = kit.select(args.labs.split(",") if args.labs else None)
     work_root = Path(args.work_dir).resolve() if args.work_dir else None
+    if args.jobs < 1 or args.gpu_slots < 1:
+        raise GraderError("--jobs and --gpu-slots must be at least 1")
+    gpus = tuple(gpu.strip() for gpu in args.gpus.split(",") if gpu.strip()) if args.gpus else None
     return GradeOptions(
-        labs=labs, build=build, run=run, work_root=work_root, keep_work=args.keep_work, exclude=exclude
+        labs=labs,
+        build=build,
+        run=run,
+        work_root=work_root,
+        keep_work=args.keep_work,
+        cpu_slots=args.jobs,
+        gpus=gpus,
+        gpu_slots=args.gpu_slots,
+        regrade=getattr(args, "regrade", False),
     )
 
 
@@ -178,7 +238,7 @@ def run_check(kit: Kit, args: argparse.Namespace) -> int:
     build, run = _configs(args)
     build_dir = Path(args.build_dir)
     build_dir = build_dir if build_dir.is_absolute() else kit.root / build_dir
-    result = check_lab(kit, lab, build_dir, build, run)
+    result = check_lab(kit, lab, build_dir, build, run, gpu_slots=args.gpu_slots)
     print("\n".join(result.lines))
     notice = _skip_notice_from_lines(result.lines)
     if notice:
@@ -200,11 +260,11 @@ def _skip_notice_from_lines(lines: list[str]) -> str | None:
 def run_grade(kit: Kit, args: argparse.Namespace) -> int:
     out_dir = Path(args.out) if args.out else kit.root / "grades" / datetime.now().strftime("%Y%m%d-%H%M%S")
     paths = [Path(path).resolve() for path in args.submissions]
-    options = _grade_options(kit, args, exclude=tuple(paths))
+    options = _grade_options(kit, args)
     if paths:
-        scores = grade_class(kit, find_submissions(paths, kit), options, out_dir)
+        scores = grade_class(kit, find_submissions(paths, kit), options, out_dir, make_progress())
     else:
-        scores = grade_sample_class(kit, options, out_dir)
+        scores = grade_sample_class(kit, options, out_dir, make_progress())
     print(f"\nresults in {out_dir}: gradebook.csv, summary.txt, and <student>/results.json + feedback.txt")
     notice = gpu_skip_notice(scores)
     if notice:
@@ -221,7 +281,7 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
 
 def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
     options = _grade_options(kit, args)
-    report = run_validate(kit, options)
+    report = run_validate(kit, options, make_progress())
     print()
     print(format_table(report.verdicts))
     for verdict in report.failed:
@@ -247,6 +307,14 @@ def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
         print(f"\nvalidate: {len(report.failed)} row(s) FAIL", file=sys.stderr)
         return 1
     return 0
+
+
+def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
+    options = _grade_options(kit, args)
+    only = [name.strip() for name in args.only.split(",")] if args.only else None
+    if args.copies < 1 or args.repeat < 0:
+        raise GraderError("--copies must be at least 1 and --repeat at least 0")
+    return run_bench(kit, options, args.copies, not args.no_serial, args.repeat, only, args.out)
 
 
 def run_handout(kit: Kit, args: argparse.Namespace) -> int:

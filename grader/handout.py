@@ -29,7 +29,10 @@ from pathlib import Path
 
 from .errors import GraderError
 from .rubric import Kit
-from .stage import SKIPPED_ANYWHERE, SKIPPED_AT_TOP
+
+# Never copied into a student kit: version control, builds and grades, environments and caches.
+SKIPPED_AT_TOP = ("build*", "grades", ".venv", "venv", ".git")
+SKIPPED_ANYWHERE = ("__pycache__", ".pytest_cache", ".git", ".mypy_cache")
 
 MARKER = re.compile(r"^(?P<indent>[ \t]*)(?P<leader>//|#)[ \t]*KIT:(?P<kind>[A-Z]+)(?P<rest>.*?)\r?$")
 BEGIN = "(begin)"

@@ -1,34 +1,49 @@
 """The grade orchestrator: collect -> stage -> build -> run -> score -> report, top to bottom.
 
-Also the student's own `check` (the same build, run and score, in place, visible tests only).
+An Engine holds what a grading run shares: the harness (built once), the build cache, the
+scheduler of CPU slots and GPU lanes, and the thread pool that starts the processes. Several
+submissions are in flight at once; each goes through the stages in order, and its report is
+written the moment it is done. Also the student's own `check` (the same run and score, in
+place, visible tests only).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .build import BuildConfig, BuildResult, build_labs
-from .charts import draw_charts
+from .build import BuildCache, BuildConfig, build_labs, build_submission_lab, make_cache_root
+from .charts import draw_charts, plot_charts
 from .collect import Submission, collect_submission
 from .errors import GraderError
+from .harness import Harness, LabHarness, prepare_harness
 from .mutants import sample_students, write_sample_class
-from .report import format_points, status_line, summary_text, write_gradebook, write_submission_report
+from .progress import PlainProgress, Progress, QuietProgress
+from .report import (
+    finished_score,
+    format_points,
+    status_line,
+    summary_text,
+    write_atomically,
+    write_gradebook,
+    write_submission_report,
+)
 from .rubric import Kit, Lab, check_rubric_against_listing
 from .run import RunConfig, list_tests, run_tests
+from .schedule import Scheduler, visible_gpus
 from .score import LabScore, SubmissionScore, TestScore, score_lab, score_test, score_unbuilt_lab
 from .stage import make_work_dir, stage_submission
 
-Progress = Callable[[str], None]
-
-
-def quiet(message: str) -> None:
-    pass
+MANIFEST = "grading.json"  # what an --out folder was graded with, checked on resume
 
 
 @dataclass(frozen=True)
@@ -38,87 +53,161 @@ class GradeOptions:
     run: RunConfig = field(default_factory=RunConfig)
     work_root: Path | None = None  # where private work folders go; a system temp folder if None
     keep_work: bool = False  # keep each work folder (its build and test outputs) for debugging
-    exclude: tuple[Path, ...] = ()  # never copied into a stage: the class being graded
+    cpu_slots: int = field(default_factory=lambda: os.cpu_count() or 2)  # compiles, links, CPU tests
+    gpus: tuple[str, ...] | None = None  # CUDA_VISIBLE_DEVICES values; None: every visible GPU
+    gpu_slots: int = 4  # test processes sharing one GPU (exclusive tests still run alone)
+    in_flight: int | None = None  # submissions graded at once; None: enough to fill the slots
+    harness_dir: Path | None = None  # the harness build; None: <kit>/build/harness
+    regrade: bool = False  # grade again submissions whose report is already in --out
 
 
 # ---------------------------------------------------------------------------------------------
-# One submission
+# The engine: what one grading run shares
+
+
+class Engine:
+    def __init__(self, kit: Kit, options: GradeOptions, progress: Progress | None = None) -> None:
+        self.kit = kit
+        self.options = options
+        self.progress = progress or QuietProgress()
+        gpus = list(options.gpus) if options.gpus is not None else visible_gpus()
+        self.scheduler = Scheduler(options.cpu_slots, gpus, options.gpu_slots)
+        self.pool = ThreadPoolExecutor(max_workers=max(16, 4 * self.scheduler.total_slots))
+        self.cache_root = make_cache_root(options.work_root)
+        self.cache = BuildCache(self.cache_root, self.scheduler, options.build)
+        self._harness: Harness | None = None
+        # Seconds, summed over submissions (several run at once, so sums can exceed the wall time).
+        self.timings = {"harness": 0.0, "build": 0.0, "test_processes": 0.0}
+        self._timings_lock = threading.Lock()
+
+    @property
+    def in_flight(self) -> int:
+        return self.options.in_flight or max(2, self.scheduler.total_slots // 2)
+
+    def harness(self) -> Harness:
+        if self._harness is None:
+            build_dir = self.options.harness_dir or self.kit.root / "build" / "harness"
+            self._harness = prepare_harness(
+                self.kit, self.options.labs, build_dir, self.options.build, self.options.run, self.progress.log
+            )
+            self.timings["harness"] = self._harness.duration
+        return self._harness
+
+    def _add_time(self, key: str, seconds: float) -> None:
+        with self._timings_lock:
+            self.timings[key] += seconds
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+        shutil.rmtree(self.cache_root, ignore_errors=True)
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -----------------------------------------------------------------------------------------
+
+    def grade(self, submission: Submission, labs: list[Lab] | None = None) -> SubmissionScore:
+        """stage -> build -> run -> score. Never raises for a grading problem: it lands in `error`."""
+        labs = labs if labs is not None else self.options.labs
+        student = submission.student_id
+        score = SubmissionScore(student, refused=list(submission.refused))
+        start = time.monotonic()
+        work_dir = make_work_dir(self.options.work_root, student)
+        try:
+            harness = self.harness()
+            self.progress.stage(student, "staging")
+            stage = stage_submission(submission, labs, work_dir)
+            for lab in labs:
+                score.labs.append(self._grade_lab(harness, harness.labs[lab.id], submission, stage.work_dir, score))
+        except GraderError as error:
+            score.error = str(error)
+        except Exception as error:  # a grader bug must not lose the other students' grades
+            score.error = f"internal grader error: {type(error).__name__}: {error}\n{traceback.format_exc()}"
+        finally:
+            score.duration = time.monotonic() - start
+            if self.options.keep_work:
+                self.progress.log(f"{student}: work folder kept: {work_dir}")
+            else:
+                shutil.rmtree(work_dir, ignore_errors=True)
+        _fill_ungraded_labs(score, labs)
+        return score
+
+    def _grade_lab(
+        self, harness: Harness, lab_harness: LabHarness, submission: Submission, work_dir: Path, score: SubmissionScore
+    ) -> LabScore:
+        lab = lab_harness.lab
+        if lab_harness.problem:
+            # A kit problem, not the student's: graded as nothing, and reported as a grader failure.
+            score.error = (score.error + "\n" if score.error else "") + f"{lab.tag}: {lab_harness.problem}"
+            return score_unbuilt_lab(lab, lab_harness.problem)
+        if submission.missing_files(lab):
+            return score_unbuilt_lab(lab, _not_submitted(lab, submission))
+        self.progress.stage(submission.student_id, f"building {lab.tag}")
+        files = submission.files[lab.slug]
+        build = build_submission_lab(lab_harness, harness.fingerprint, files, self.cache)
+        self._add_time("build", build.duration)
+        if not build.ok or build.exe_path is None:
+            return score_lab(lab, build, {})
+        env = {variable: str(work_dir / "labs" / lab.slug / name) for variable, name in lab_harness.data_files}
+        if lab_harness.probe and lab_harness.probe in build.executables:
+            env["KIT_PROBE_PATH"] = str(build.executables[lab_harness.probe])
+        tests = [test for test in lab_harness.tests if lab.test(test.name) is not None]
+        outcomes = run_tests(
+            build.exe_path, tests, work_dir, self.options.run, self.scheduler, self.pool, env,
+            lambda what: self.progress.stage(submission.student_id, f"{lab.tag}: {what}"),
+        )
+        self._add_time("test_processes", sum(outcome.duration for outcome in outcomes.values()))
+        lab_score = score_lab(lab, build, outcomes)
+        if lab.charts is not None and lab.charts.target in build.executables:
+            self.progress.stage(submission.student_id, f"drawing the charts of {lab.tag}")
+            lab_score.charts = plot_charts(
+                lab, self.kit.root, build.executables[lab.charts.target], work_dir / "charts" / lab.tag
+            )
+        return lab_score
+
+    def grade_all(
+        self, jobs: list[tuple[str, Callable[[], Submission]]], labs_for: Callable[[str], list[Lab]] | None = None,
+        done: Callable[[SubmissionScore], None] | None = None,
+    ) -> dict[str, SubmissionScore]:
+        """Grades (student id, how to collect it) jobs, `in_flight` at a time; `done` is called
+        from the grading thread as each finishes (reports are written there)."""
+
+        def one(student_id: str, collect: Callable[[], Submission]) -> SubmissionScore:
+            score = SubmissionScore(student_id)
+            try:
+                self.progress.stage(student_id, "collecting")
+                submission = collect()
+                score = self.grade(submission, labs_for(student_id) if labs_for else None)
+            except GraderError as error:
+                score.error = str(error)
+            except Exception as error:
+                score.error = f"internal grader error: {type(error).__name__}: {error}\n{traceback.format_exc()}"
+            _fill_ungraded_labs(score, labs_for(student_id) if labs_for else self.options.labs)
+            if done is not None:
+                done(score)
+            return score
+
+        self.harness()  # once, before anything runs: a kit that does not build stops the run here
+        with ThreadPoolExecutor(max_workers=self.in_flight) as submissions:
+            futures = {student_id: submissions.submit(one, student_id, collect) for student_id, collect in jobs}
+            return {student_id: future.result() for student_id, future in futures.items()}
 
 
 def grade_submission(
-    kit: Kit,
-    submission: Submission,
-    options: GradeOptions,
-    labs: list[Lab] | None = None,
-    progress: Progress = quiet,
+    kit: Kit, submission: Submission, options: GradeOptions, labs: list[Lab] | None = None
 ) -> SubmissionScore:
-    """stage -> build -> run -> score. Never raises for a grading problem: it lands in `error`."""
-    labs = labs if labs is not None else options.labs
-    score = SubmissionScore(submission.student_id, refused=list(submission.refused))
-    start = time.monotonic()
-    work_dir = make_work_dir(options.work_root, submission.student_id)
-    try:
-        progress("staging")
-        stage = stage_submission(kit, submission, labs, work_dir, list(options.exclude))
-        complete = [lab for lab in labs if not submission.missing_files(lab)]
-        builds = (
-            build_labs(stage.root, stage.build_dir, complete, options.build, progress) if complete else {}
-        )
-        if any(not build.configured for build in builds.values()):
-            # Student files are only compiled, never read by CMake: this is the kit or the machine.
-            score.error = "CMake could not configure the kit (not the student's fault): see the lab messages"
-        for lab in labs:
-            if lab.id not in builds:
-                score.labs.append(score_unbuilt_lab(lab, _not_submitted(lab, submission)))
-            else:
-                lab_score = _run_lab(kit, lab, builds[lab.id], work_dir, options.run, score, progress)
-                if builds[lab.id].ok and lab.charts is not None:
-                    progress(f"drawing the charts of {lab.tag}")
-                    lab_score.charts = draw_charts(
-                        lab, stage.root, stage.build_dir, work_dir / "charts" / lab.tag, options.build
-                    )
-                score.labs.append(lab_score)
-    except GraderError as error:
-        score.error = str(error)
-    except Exception as error:  # a grader bug must not lose the other students' grades
-        score.error = f"internal grader error: {type(error).__name__}: {error}\n{traceback.format_exc()}"
-    finally:
-        score.duration = time.monotonic() - start
-        if options.keep_work:
-            progress(f"work folder kept: {work_dir}")
-        else:
-            shutil.rmtree(work_dir, ignore_errors=True)
-    _fill_ungraded_labs(score, labs)
-    return score
+    """One submission with an engine of its own (tests, tools); a class shares one engine."""
+    with Engine(kit, options) as engine:
+        return engine.grade(submission, labs)
 
 
 def _not_submitted(lab: Lab, submission: Submission) -> str:
     missing = ", ".join(submission.missing_files(lab))
     refused = [item.path for item in submission.refused]
     return f"not submitted: {missing}" + (" (files were refused: see above)" if refused else "")
-
-
-def _run_lab(
-    kit: Kit,
-    lab: Lab,
-    build: BuildResult,
-    work_dir: Path,
-    config: RunConfig,
-    score: SubmissionScore,
-    progress: Progress,
-) -> LabScore:
-    if not build.ok or build.exe_path is None:
-        return score_lab(lab, build, {})
-    try:
-        listed = {test.name for test in list_tests(build.exe_path, work_dir, config)}
-        check_rubric_against_listing(lab, listed, has_hidden_tests=kit.has_solutions)
-    except GraderError as error:
-        # A kit problem, not the student's: graded as nothing, and reported as a grader failure.
-        score.error = (score.error + "\n" if score.error else "") + f"{lab.tag}: {error}"
-        return score_unbuilt_lab(lab, f"kit problem, not yours: {error}")
-    progress(f"running the {len(lab.tests)} tests of {lab.tag}")
-    outcomes = run_tests(build.exe_path, [test.name for test in lab.tests], work_dir, config, listed)
-    return score_lab(lab, build, outcomes)
 
 
 def _fill_ungraded_labs(score: SubmissionScore, labs: list[Lab]) -> None:
@@ -134,57 +223,86 @@ def _fill_ungraded_labs(score: SubmissionScore, labs: list[Lab]) -> None:
 
 
 def grade_class(
-    kit: Kit, entries: list[tuple[str, Path]], options: GradeOptions, out_dir: Path, log: Progress = print
+    kit: Kit,
+    entries: list[tuple[str, Path]],
+    options: GradeOptions,
+    out_dir: Path,
+    progress: Progress | None = None,
 ) -> list[SubmissionScore]:
-    """Grades every (student id, path) and writes every report; returns the scores."""
+    """Grades every (student id, path), writing each report as it finishes; returns the scores.
+
+    An --out folder that holds an earlier run of the same labs is resumed: submissions with a
+    complete report are kept (unless options.regrade), the rest are graded, and the class files
+    are written from all of them."""
+    progress = progress or PlainProgress()
+    _open_out_dir(out_dir, options)
+    kept: dict[str, SubmissionScore] = {}
+    if not options.regrade:
+        for student_id, _ in entries:
+            previous = finished_score(out_dir / student_id)
+            if previous is not None:
+                kept[student_id] = previous
+    todo = [(student_id, path) for student_id, path in entries if student_id not in kept]
+    progress.start(len(entries), len(kept))
+
+    def done(score: SubmissionScore) -> None:
+        # Otter-style: the results file is written whatever happened in grading.
+        write_submission_report(out_dir / score.student_id, score)
+        line = f"{format_points(score.points)}/{format_points(score.max_points)}"
+        progress.finished(score.student_id, line + ("  (the grader failed: see summary.txt)" if score.error else ""))
+
+    jobs = [
+        (student_id, (lambda path=path, student_id=student_id: collect_submission(path, kit, student_id)))
+        for student_id, path in todo
+    ]
     try:
-        out_dir.mkdir(parents=True, exist_ok=False)
-    except FileExistsError:
-        raise GraderError(
-            f"{out_dir} already exists; the grader never overwrites earlier results, "
-            "so name a new folder with --out"
-        ) from None
-    scores = []
-    for number, (student_id, path) in enumerate(entries, start=1):
-
-        def progress(message: str, prefix: str = f"[{number}/{len(entries)}] {student_id}") -> None:
-            log(f"{prefix}: {message} ...")
-
-        score = SubmissionScore(student_id)
-        try:
-            progress("collecting")
-            submission = collect_submission(path, kit, student_id)
-            score = grade_submission(kit, submission, options, progress=progress)
-        except GraderError as error:
-            score.error = str(error)
-        except Exception as error:
-            score.error = f"internal grader error: {type(error).__name__}: {error}\n{traceback.format_exc()}"
-        finally:
-            # Otter-style: the results file is written whatever happened above.
-            _fill_ungraded_labs(score, options.labs)
-            write_submission_report(out_dir / student_id, score)
-        log(
-            f"[{number}/{len(entries)}] {student_id}: {format_points(score.points)}/"
-            f"{format_points(score.max_points)}"
-            + ("  (the grader failed: see summary.txt)" if score.error else "")
-        )
-        scores.append(score)
-    write_gradebook(out_dir / "gradebook.csv", scores, [lab.id for lab in options.labs])
-    (out_dir / "summary.txt").write_text(
-        summary_text(scores, {lab.id: lab.title for lab in options.labs}), encoding="utf-8"
-    )
+        with Engine(kit, options, progress) as engine:
+            graded = engine.grade_all(jobs, done=done) if jobs else {}
+    finally:
+        progress.close()
+    by_id = {**kept, **graded}
+    scores = [by_id[student_id] for student_id, _ in entries]
+    write_class_files(out_dir, scores, options.labs)
     return scores
 
 
+def write_class_files(out_dir: Path, scores: list[SubmissionScore], labs: list[Lab]) -> None:
+    write_gradebook(out_dir / "gradebook.csv", scores, [lab.id for lab in labs])
+    write_atomically(out_dir / "summary.txt", summary_text(scores, {lab.id: lab.title for lab in labs}))
+
+
+def _open_out_dir(out_dir: Path, options: GradeOptions) -> None:
+    """Creates --out, or accepts it for resuming when it was graded with the same labs."""
+    manifest = {"labs": [lab.id for lab in options.labs]}
+    path = out_dir / MANIFEST
+    if out_dir.exists() and any(out_dir.iterdir()):
+        try:
+            earlier = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raise GraderError(
+                f"{out_dir} already holds files but no {MANIFEST}, so it is not a grading run to "
+                "resume; the grader never overwrites other files: name a new folder with --out"
+            ) from None
+        if earlier.get("labs") != manifest["labs"]:
+            raise GraderError(
+                f"{out_dir} was graded for labs {', '.join(earlier.get('labs', []))}, not "
+                f"{', '.join(manifest['labs'])}; resume it with --labs {','.join(earlier.get('labs', []))}, "
+                "or name a new folder with --out"
+            )
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, json.dumps(manifest) + "\n")
+
+
 def grade_sample_class(
-    kit: Kit, options: GradeOptions, out_dir: Path, log: Progress = print
+    kit: Kit, options: GradeOptions, out_dir: Path, progress: Progress | None = None
 ) -> list[SubmissionScore]:
     """The reference and one student per mutant, written as submission folders, graded as a class."""
     with tempfile.TemporaryDirectory(prefix="grader-sample-class-") as folder:
         students = sample_students(kit, options.labs, mutant_lab_only=False)
         entries = write_sample_class(students, Path(folder))
-        log(f"grading the sample class: {len(entries)} students (the reference and one per mutant)")
-        return grade_class(kit, entries, options, out_dir, log)
+        print(f"grading the sample class: {len(entries)} students (the reference and one per mutant)")
+        return grade_class(kit, entries, options, out_dir, progress)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,11 +316,17 @@ class CheckResult:
 
 
 def check_lab(
-    kit: Kit, lab: Lab, build_dir: Path, build: BuildConfig, run: RunConfig, log: Progress = print
+    kit: Kit,
+    lab: Lab,
+    build_dir: Path,
+    build: BuildConfig,
+    run: RunConfig,
+    log: Callable[[str], None] = print,
+    gpu_slots: int = 4,
 ) -> CheckResult:
     """Builds the student's kit in place and runs the lab's visible tests, gradelib style."""
     log(f"building {lab.executable} in {build_dir} (your kernels: -DKIT_KERNELS={build.kernels}) ...")
-    result = build_labs(kit.root, build_dir, [lab], build, quiet)[lab.id]
+    result = build_labs(kit.root, build_dir, [lab], build, lambda message: None)[lab.id]
     if not result.ok or result.exe_path is None:
         lines = [
             f"{lab.tag}: {result.problem}",
@@ -211,12 +335,14 @@ def check_lab(
         ]
         return CheckResult(lines, earned_all=False)
     run_dir = Path(tempfile.mkdtemp(prefix="check-", dir=build_dir))
+    scheduler = Scheduler(os.cpu_count() or 2, visible_gpus(), gpu_slots)
     try:
-        listed = {test.name for test in list_tests(result.exe_path, run_dir, run)}
-        check_rubric_against_listing(lab, listed, has_hidden_tests=kit.has_solutions)
+        listed = {test.name: test for test in list_tests(result.exe_path, run_dir, run)}
+        check_rubric_against_listing(lab, set(listed), has_hidden_tests=kit.has_solutions)
         visible = [test for test in lab.tests if test.visibility == "visible"]
         log(f"running {len(visible)} visible tests of lab {lab.id} ...")
-        outcomes = run_tests(result.exe_path, [test.name for test in visible], run_dir, run, listed)
+        with ThreadPoolExecutor(max_workers=max(8, 2 * scheduler.total_slots)) as pool:
+            outcomes = run_tests(result.exe_path, [listed[test.name] for test in visible], run_dir, run, scheduler, pool)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     lines: list[str] = []

@@ -6,9 +6,17 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
+from .charts import Charts
+from .collect import Refusal
 from .score import LabScore, SubmissionScore, TestScore, lab_statistics
+
+SCORE_FILE = "score.json"  # the grader's own record of a finished submission, read on resume
 
 DETAILS_SHOWN_LINES = 12
 
@@ -142,13 +150,59 @@ def _indented(text: str, prefix: str) -> list[str]:
 
 
 def write_submission_report(folder: Path, score: SubmissionScore) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
+    """Writes results.json, feedback.txt, the charts and score.json into `folder` at once: they
+    are written in a private folder beside it, which is then renamed into place, so that a run
+    killed at any moment leaves either the whole report or none (and resume grades it again)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".partial-{folder.name}-", dir=folder.parent))
     for lab in score.labs:
         for name, data in lab.charts.files.items():
-            (folder / f"lab{lab.lab_id}").mkdir(exist_ok=True)
-            (folder / f"lab{lab.lab_id}" / name).write_bytes(data)
-    (folder / "results.json").write_text(json.dumps(results_json(score), indent=2) + "\n", encoding="utf-8")
-    (folder / "feedback.txt").write_text(feedback_text(score), encoding="utf-8")
+            (staging / f"lab{lab.lab_id}").mkdir(exist_ok=True)
+            (staging / f"lab{lab.lab_id}" / name).write_bytes(data)
+    (staging / "results.json").write_text(json.dumps(results_json(score), indent=2) + "\n", encoding="utf-8")
+    (staging / "feedback.txt").write_text(feedback_text(score), encoding="utf-8")
+    (staging / SCORE_FILE).write_text(json.dumps(score_to_json(score), indent=1) + "\n", encoding="utf-8")
+    if folder.exists():  # a regrade: the old report goes only once the new one is complete
+        old = folder.parent / f".old-{folder.name}-{os.getpid()}"
+        os.rename(folder, old)
+        os.rename(staging, folder)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(staging, folder)
+
+
+def finished_score(folder: Path) -> SubmissionScore | None:
+    """The score of a submission whose report is complete, or None (never graded, or a report
+    of an older grader that this one cannot read)."""
+    try:
+        return score_from_json(json.loads((folder / SCORE_FILE).read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def score_to_json(score: SubmissionScore) -> dict:
+    data = asdict(score)
+    for lab, lab_data in zip(score.labs, data["labs"], strict=True):
+        lab_data["charts"] = {"files": sorted(lab.charts.files), "note": lab.charts.note}
+    return data
+
+
+def score_from_json(data: dict) -> SubmissionScore:
+    labs = []
+    for lab in data["labs"]:
+        tests = [TestScore(**test) for test in lab["tests"]]
+        charts = Charts(files={name: b"" for name in lab["charts"]["files"]}, note=lab["charts"]["note"])
+        fields = {key: value for key, value in lab.items() if key not in ("tests", "charts")}
+        labs.append(LabScore(tests=tests, charts=charts, **fields))
+    refused = [Refusal(**item) for item in data["refused"]]
+    fields = {key: value for key, value in data.items() if key not in ("labs", "refused")}
+    return SubmissionScore(labs=labs, refused=refused, **fields)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,7 +210,8 @@ def write_submission_report(folder: Path, score: SubmissionScore) -> None:
 
 
 def write_gradebook(path: Path, scores: list[SubmissionScore], lab_ids: list[str]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["student"] + [f"lab{lab_id}" for lab_id in lab_ids] + ["total", "max"])
         for score in scores:
@@ -167,6 +222,7 @@ def write_gradebook(path: Path, scores: list[SubmissionScore], lab_ids: list[str
             writer.writerow(
                 [score.student_id] + cells + [format_points(score.points), format_points(score.max_points)]
             )
+    os.replace(temporary, path)
 
 
 def gpu_skip_notice(scores: list[SubmissionScore]) -> str | None:

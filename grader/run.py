@@ -13,11 +13,13 @@ import signal
 import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import GraderError
 from .proc import ProcessResult, run_limited
+from .schedule import Scheduler, need_for_tags
 
 STATUSES = ("passed", "failed", "skipped", "crashed", "timed_out", "missing", "not_built")
 EXIT_ALL_SKIPPED = 4  # Catch2's exit code when every selected test was skipped
@@ -52,8 +54,9 @@ class Outcome:
     output: str = ""  # the console output, bounded
 
 
-def scrubbed_env(home: Path) -> dict[str, str]:
-    """Only what a CUDA program needs: no tokens, no grader settings, a private HOME and TMPDIR."""
+def scrubbed_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Only what a CUDA program needs: no tokens, no grader settings, a private HOME and TMPDIR;
+    `extra` (the GPU the scheduler chose, the submission's data files) is set last."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -63,6 +66,7 @@ def scrubbed_env(home: Path) -> dict[str, str]:
     env.setdefault("LANG", "C.UTF-8")
     env["HOME"] = str(home)
     env["TMPDIR"] = str(home)
+    env.update(extra or {})
     return env
 
 
@@ -102,24 +106,31 @@ def parse_listing(xml_text: str, exe_name: str = "the test executable") -> list[
 
 def run_tests(
     exe: Path,
-    names: list[str],
+    tests: list[ListedTest],
     work_dir: Path,
     config: RunConfig,
-    listed: set[str] | None = None,
+    scheduler: Scheduler,
+    pool: Executor,
+    env: dict[str, str] | None = None,
     progress: Callable[[str], None] = lambda message: None,
 ) -> dict[str, Outcome]:
-    """Runs the tests one after another (they share the GPU); a name not in `listed` is missing."""
-    outcomes = {}
-    for number, name in enumerate(names, start=1):
-        if listed is not None and name not in listed:
-            outcomes[name] = Outcome(name, "missing", [f"{exe.name} does not contain this test"])
-            continue
-        progress(f"test {number}/{len(names)}: {name}")
-        outcomes[name] = run_test(exe, name, work_dir, config)
-    return outcomes
+    """Runs every test in its own process, as the scheduler allows: [gpu] tests on a GPU lane
+    (shared, or alone for [performance] and [resources]), the others on CPU slots."""
+
+    def one(test: ListedTest) -> Outcome:
+        with scheduler.hold(need_for_tags(test.tags)) as lease:
+            progress(f"running {test.name}")
+            gpu = {"CUDA_VISIBLE_DEVICES": lease.gpu} if lease.gpu is not None else {}
+            return run_test(exe, test.name, work_dir, config, {**(env or {}), **gpu})
+
+    futures = {test.name: pool.submit(one, test) for test in tests}
+    return {name: future.result() for name, future in futures.items()}
 
 
-def run_test(exe: Path, name: str, work_dir: Path, config: RunConfig) -> Outcome:
+def run_test(
+    exe: Path, name: str, work_dir: Path, config: RunConfig, env: dict[str, str] | None = None
+) -> Outcome:
+    """One test case in its own process: the one place where the engine starts a test."""
     run_dir = Path(tempfile.mkdtemp(prefix="test-", dir=work_dir))
     xml_path = run_dir / "result.xml"
     command = [
@@ -135,7 +146,7 @@ def run_test(exe: Path, name: str, work_dir: Path, config: RunConfig) -> Outcome
         cwd=run_dir,
         timeout=config.timeout,
         output_limit=config.output_limit,
-        env=scrubbed_env(run_dir),
+        env=scrubbed_env(run_dir, env),
     )
     return outcome_from(name, result, xml_path, config)
 

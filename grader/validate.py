@@ -6,12 +6,12 @@ needed a skipped test to pass its check is "not run (no GPU)", not FAIL.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .collect import submission_from_files
 from .mutants import REFERENCE_ID, Mutant, SampleStudent, sample_students
-from .pipeline import GradeOptions, grade_submission
+from .pipeline import Engine, GradeOptions
+from .progress import PlainProgress, Progress
 from .report import format_points, lab_feedback_lines
 from .rubric import Kit, Lab
 from .score import LabScore, SubmissionScore
@@ -146,19 +146,27 @@ class ValidateReport:
         return [v for v in self.verdicts if v.verdict.startswith("not run")]
 
 
-def run_validate(kit: Kit, options: GradeOptions, log: Callable[[str], None] = print) -> ValidateReport:
-    students = sample_students(kit, options.labs, mutant_lab_only=True)
+def run_validate(kit: Kit, options: GradeOptions, progress: Progress | None = None) -> ValidateReport:
+    """Grades the sample students (a mutant on its own lab only) with one engine, concurrently."""
+    students = {student.student_id: student for student in sample_students(kit, options.labs, mutant_lab_only=True)}
+    progress = progress or PlainProgress()
+    progress.start(len(students), 0)
+
+    def done(score: SubmissionScore) -> None:
+        progress.finished(score.student_id, f"{format_points(score.points)}/{format_points(score.max_points)}")
+
+    jobs = [
+        (student_id, (lambda student=student: submission_from_files(student.student_id, student.files, kit)))
+        for student_id, student in students.items()
+    ]
+    try:
+        with Engine(kit, options, progress) as engine:
+            scores = engine.grade_all(jobs, labs_for=lambda student_id: students[student_id].labs, done=done)
+    finally:
+        progress.close()
     verdicts: list[Verdict] = []
-    scores: dict[str, SubmissionScore] = {}
-    for number, student in enumerate(students, start=1):
-
-        def progress(message: str, prefix: str = f"[{number}/{len(students)}] {student.student_id}") -> None:
-            log(f"{prefix}: {message} ...")
-
-        submission = submission_from_files(student.student_id, student.files, kit)
-        score = grade_submission(kit, submission, options, labs=student.labs, progress=progress)
-        scores[student.student_id] = score
-        verdicts += judge_student(student, score)
+    for student_id, student in students.items():
+        verdicts += judge_student(student, scores[student_id])
     return ValidateReport(verdicts, scores)
 
 

@@ -1,0 +1,201 @@
+"""`python -m grader bench`: the grader's own speed, as a benchmark figure (never a timed test).
+
+Grades a synthetic class, N copies of the sample students (the reference on every lab, each
+mutant on its own lab), serially (one process at a time: one CPU slot, one GPU slot, one
+submission in flight) and with the engine's settings, in the same run, then prints
+student-labs per minute, where the time went and whether every score matched. Each copy's
+files differ by a comment, so that the build cache shares nothing between copies: the figure
+is that of a class of distinct submissions.
+
+With --repeat K the engine grades the class K times more and reports, per student, whether all
+K scores were the same (performance credit included).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .collect import submission_from_files
+from .mutants import sample_students
+from .pipeline import Engine, GradeOptions
+from .progress import PlainProgress
+from .report import format_points
+from .rubric import Kit, Lab
+from .score import SubmissionScore
+
+
+@dataclass(frozen=True)
+class SyntheticStudent:
+    student_id: str
+    files: dict[str, bytes]
+    labs: list[Lab]
+
+
+def synthetic_class(kit: Kit, labs: list[Lab], copies: int, only: list[str] | None = None) -> list[SyntheticStudent]:
+    students = sample_students(kit, labs, mutant_lab_only=True)
+    if only:
+        unknown = sorted(set(only) - {student.student_id for student in students})
+        if unknown:
+            names = ", ".join(student.student_id for student in students)
+            raise SystemExit(f"grader bench: no sample student {', '.join(unknown)}; they are: {names}")
+        students = [student for student in students if student.student_id in only]
+    result = []
+    for copy in range(1, copies + 1):
+        for student in students:
+            files = {path: data + _copy_mark(path, copy) for path, data in student.files.items()}
+            result.append(SyntheticStudent(f"{student.student_id}-copy{copy}", files, list(student.labs)))
+    return result
+
+
+def _copy_mark(path: str, copy: int) -> bytes:
+    comment = "#" if path.endswith(".toml") else "//"
+    return f"\n{comment} synthetic copy {copy}\n".encode()
+
+
+@dataclass
+class Pass:
+    name: str
+    wall: float
+    student_labs: int
+    harness: float
+    build: float
+    test_processes: float
+    compiled: int
+    linked: int
+    most_at_once: dict[str, int]
+    scores: dict[str, SubmissionScore] = field(repr=False)
+
+    @property
+    def per_minute(self) -> float:
+        return self.student_labs / (self.wall / 60) if self.wall > 0 else 0.0
+
+
+def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[SyntheticStudent]) -> Pass:
+    by_id = {student.student_id: student for student in students}
+    jobs = [
+        (student.student_id, (lambda student=student: submission_from_files(student.student_id, student.files, kit)))
+        for student in students
+    ]
+    progress = PlainProgress(stages=False)
+    with Engine(kit, options, progress) as engine:
+        engine.harness()  # outside the timed part: built once per run, reused by every pass
+        start = time.monotonic()
+        scores = engine.grade_all(jobs, labs_for=lambda student_id: by_id[student_id].labs)
+        wall = time.monotonic() - start
+        return Pass(
+            name=name,
+            wall=wall,
+            student_labs=sum(len(student.labs) for student in students),
+            harness=engine.timings["harness"],
+            build=engine.timings["build"],
+            test_processes=engine.timings["test_processes"],
+            compiled=engine.cache.compiled,
+            linked=engine.cache.linked,
+            most_at_once=dict(engine.scheduler.stats.most_at_once),
+            scores=scores,
+        )
+
+
+def score_differences(a: dict[str, SubmissionScore], b: dict[str, SubmissionScore]) -> list[str]:
+    """Every test whose points differ between two passes, as lines."""
+    lines = []
+    for student_id, score in a.items():
+        other = b.get(student_id)
+        if other is None:
+            lines.append(f"{student_id}: graded in one pass only")
+            continue
+        for lab, other_lab in zip(score.labs, other.labs, strict=True):
+            for test, other_test in zip(lab.tests, other_lab.tests, strict=True):
+                if test.points != other_test.points:
+                    lines.append(
+                        f"{student_id} lab{lab.lab_id} {test.name!r}: {format_points(test.points)} vs "
+                        f"{format_points(other_test.points)} ({test.status} vs {other_test.status}; "
+                        f"{test.metrics or ''} vs {other_test.metrics or ''})"
+                    )
+    return lines
+
+
+def format_passes(passes: list[Pass]) -> str:
+    header = ("pass", "student-labs", "wall s", "per minute", "build s", "test processes s", "compiles", "links", "most at once")
+    rows = [header] + [
+        (
+            p.name,
+            str(p.student_labs),
+            f"{p.wall:.1f}",
+            f"{p.per_minute:.1f}",
+            f"{p.build:.1f}",
+            f"{p.test_processes:.1f}",
+            str(p.compiled),
+            str(p.linked),
+            " ".join(f"{key}={value}" for key, value in sorted(p.most_at_once.items())),
+        )
+        for p in passes
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def run_bench(
+    kit: Kit, options: GradeOptions, copies: int, serial: bool, repeat: int, only: list[str] | None, out: Path | None
+) -> int:
+    students = synthetic_class(kit, options.labs, copies, only)
+    print(
+        f"grader bench: {len(students)} synthetic students ({copies} copies), "
+        f"{sum(len(s.labs) for s in students)} student-labs, labs {', '.join(lab.id for lab in options.labs)}"
+    )
+    with tempfile.TemporaryDirectory(prefix="grader-bench-") as work:
+        options = replace(options, work_root=Path(work))
+        passes = []
+        if serial:
+            passes.append(grade_pass(kit, "serial", replace(options, cpu_slots=1, gpu_slots=1, in_flight=1), students))
+        passes.append(grade_pass(kit, "engine", options, students))
+        repeats = [grade_pass(kit, f"engine again ({i})", options, students) for i in range(1, repeat + 1)]
+    engine = passes[-1]
+    print("\n" + format_passes(passes + repeats))
+    print(f"\nharness (configure and build once per run): {engine.harness:.1f} s")
+    report: dict = {"passes": [_pass_json(p) for p in passes + repeats]}
+    if serial:
+        differences = score_differences(passes[0].scores, engine.scores)
+        speedup = passes[0].wall / engine.wall if engine.wall else 0.0
+        print(f"engine speed-up over serial: {speedup:.2f}x")
+        print(f"scores identical to serial grading: {'yes' if not differences else 'NO'}")
+        for line in differences:
+            print(f"  differs: {line}")
+        report["identical_to_serial"] = not differences
+        report["differences"] = differences
+    if repeats:
+        unstable = sorted({line.split(" ", 1)[0] for r in repeats for line in score_differences(engine.scores, r.scores)})
+        print(
+            f"the same {len(students)} submissions graded {repeat + 1} times: "
+            + ("every score the same every time" if not unstable else f"{len(unstable)} changed: {', '.join(unstable)}")
+        )
+        for r in repeats:
+            for line in score_differences(engine.scores, r.scores):
+                print(f"  {r.name}: {line}")
+        report["unstable"] = unstable
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "bench.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        print(f"\nfigures in {out / 'bench.json'}")
+    return 0
+
+
+def _pass_json(p: Pass) -> dict:
+    return {
+        "name": p.name,
+        "student_labs": p.student_labs,
+        "wall_s": round(p.wall, 2),
+        "student_labs_per_minute": round(p.per_minute, 2),
+        "build_s": round(p.build, 2),
+        "test_processes_s": round(p.test_processes, 2),
+        "compiles": p.compiled,
+        "links": p.linked,
+        "most_at_once": p.most_at_once,
+        "totals": {student_id: score.points for student_id, score in p.scores.items()},
+    }

@@ -1,0 +1,231 @@
+"""Stage 3a, build once per run: the harness.
+
+Everything but the students' files is compiled once per grading run: the kit is configured
+with -DKIT_RECORD_COMMANDS=ON (and the skeletons as student files) and built. That build
+leaves two records, which become the recipes the per-submission build (build.py) follows:
+
+- compile_commands.json: how each student file compiles (flags, includes, architectures);
+- kit-link-commands/<executable>.link (cmake/kit-record-link): how each lab executable links,
+  with the lab's kernel library (lib<labNN>_kernels.a) among its inputs, which a submission's
+  own objects replace.
+
+The test listing of each lab also comes from here, the kit's own build, never from a binary
+built with student code; so do the data files the tests read (the answers sheet) and the
+probe they run under compute-sanitizer, found in the tests' compile definitions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .build import BUILD_OUTPUT_LIMIT, BuildConfig, configure_command, trim_log
+from .errors import GraderError
+from .proc import run_limited
+from .rubric import Kit, Lab, check_rubric_against_listing
+from .run import ListedTest, RunConfig, list_tests
+
+LINK_RECORDS = "kit-link-commands"
+# Compile definitions of the tests that name a file the grader points at a submission's own.
+PATH_DEFINE = re.compile(r'^-D(KIT_ANSWERS_PATH|KIT_PROBE_PATH)="?(.*?)"?$')
+
+
+@dataclass(frozen=True)
+class CompileRecipe:
+    name: str  # the student file, "naive_matmul.cu"
+    argv: tuple[str, ...]
+    cwd: Path
+    source: str  # the kit's path of the file in argv; the submission's copy replaces it
+    output: str  # the object file in argv; the submission's object replaces it
+
+    def command(self, source: Path, output: Path) -> list[str]:
+        command = []
+        for arg in self.argv:
+            if arg == self.source:
+                command.append(str(source))
+            else:
+                command.append(arg.replace(self.output, str(output)) if self.output in arg else arg)
+        return command
+
+
+@dataclass(frozen=True)
+class LinkRecipe:
+    executable: str  # "lab02_tests"
+    argv: tuple[str, ...]
+    cwd: Path
+    kernels: str  # the lab's kernel library in argv; the submission's objects replace it
+    output: str  # the -o argument
+
+    def command(self, objects: list[Path], output: Path) -> list[str]:
+        command: list[str] = []
+        for arg in self.argv:
+            if arg == self.kernels:
+                command += [str(path) for path in objects]
+            elif arg == self.output:
+                command.append(str(output))
+            else:
+                command.append(arg)
+        return command
+
+
+@dataclass(frozen=True)
+class LabHarness:
+    lab: Lab
+    compiles: tuple[CompileRecipe, ...] = ()
+    links: tuple[LinkRecipe, ...] = ()
+    tests: tuple[ListedTest, ...] = ()  # listed by the kit's own executable
+    data_files: tuple[tuple[str, str], ...] = ()  # (environment variable, student file name)
+    probe: str | None = None  # the executable the tests run under compute-sanitizer
+    problem: str | None = None  # a kit problem: the lab cannot be graded
+
+    def tags(self, name: str) -> tuple[str, ...]:
+        return next((test.tags for test in self.tests if test.name == name), ())
+
+
+@dataclass(frozen=True)
+class Harness:
+    build_dir: Path
+    labs: dict[str, LabHarness]
+    fingerprint: str  # changes when any recipe changes: part of every cache key
+    duration: float = 0.0
+
+
+def harness_config(config: BuildConfig) -> BuildConfig:
+    defines = dict(config.defines, KIT_RECORD_COMMANDS="ON")
+    return replace(config, kernels="student", defines=defines)
+
+
+def prepare_harness(
+    kit: Kit,
+    labs: list[Lab],
+    build_dir: Path,
+    config: BuildConfig,
+    run_config: RunConfig,
+    progress: Callable[[str], None] = lambda message: None,
+) -> Harness:
+    """Configures and builds the kit once, then reads its records; raises GraderError when the
+    kit itself does not build (no student's fault, and nothing could be graded)."""
+    config = harness_config(config)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    progress(f"configuring the harness in {build_dir}")
+    configured = run_limited(
+        configure_command(kit.root, build_dir, config),
+        cwd=kit.root,
+        timeout=config.timeout,
+        output_limit=BUILD_OUTPUT_LIMIT,
+    )
+    if configured.timed_out or configured.returncode != 0:
+        raise GraderError(
+            "kit problem: CMake could not configure the kit for grading (not a student's fault):\n"
+            + trim_log(configured.output, kit.root)
+        )
+    progress("building the harness: the kit's tests, references and skeletons, once for the run")
+    built = run_limited(
+        [config.cmake, "--build", str(build_dir), "-j", str(config.jobs)],
+        cwd=kit.root,
+        timeout=config.timeout,
+        output_limit=BUILD_OUTPUT_LIMIT,
+    )
+    if built.timed_out or built.returncode != 0:
+        raise GraderError(
+            "kit problem: the kit's own build failed, so nothing can be graded; run make build "
+            "to see why:\n" + trim_log(built.output, kit.root)
+        )
+    compiles = _read_compile_commands(build_dir)
+    links = _read_link_records(build_dir / LINK_RECORDS)
+    lab_harnesses = {
+        lab.id: _lab_harness(kit, lab, build_dir, compiles, links, run_config) for lab in labs
+    }
+    fingerprint = hashlib.sha256(
+        json.dumps(
+            [[list(recipe.argv) for recipe in h.compiles + h.links] for h in lab_harnesses.values()]  # type: ignore[operator]
+        ).encode()
+    ).hexdigest()[:16]
+    return Harness(build_dir, lab_harnesses, fingerprint, configured.duration + built.duration)
+
+
+def _read_compile_commands(build_dir: Path) -> list[dict]:
+    path = build_dir / "compile_commands.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise GraderError(
+            f"kit problem: {path} is missing or unreadable ({error}); the harness must be "
+            "configured with -DKIT_RECORD_COMMANDS=ON"
+        ) from None
+
+
+def _read_link_records(folder: Path) -> list[tuple[Path, list[str]]]:
+    records = []
+    for path in sorted(folder.glob("*.link")):
+        fields = path.read_bytes().split(b"\0")
+        if fields and fields[-1] == b"":
+            fields.pop()
+        if len(fields) >= 2:
+            records.append((Path(fields[0].decode()), [field.decode() for field in fields[1:]]))
+    return records
+
+
+def _argv(entry: dict) -> list[str]:
+    return list(entry["arguments"]) if "arguments" in entry else shlex.split(entry["command"])
+
+
+def _lab_harness(
+    kit: Kit,
+    lab: Lab,
+    build_dir: Path,
+    compile_entries: list[dict],
+    link_records: list[tuple[Path, list[str]]],
+    run_config: RunConfig,
+) -> LabHarness:
+    lab_dir = kit.lab_dir(lab).resolve()
+    compiles = []
+    data_files: dict[str, str] = {}
+    probe = None
+    for entry in compile_entries:
+        file = Path(entry["file"]).resolve()
+        argv = _argv(entry)
+        if file.parent == lab_dir and file.name in lab.student_files:
+            output = argv[argv.index("-o") + 1] if "-o" in argv else entry.get("output", "")
+            compiles.append(CompileRecipe(file.name, tuple(argv), Path(entry["directory"]), entry["file"], output))
+            continue
+        # The tests' compile definitions name their data file and their probe.
+        for arg in argv:
+            match = PATH_DEFINE.match(arg)
+            if match and f"/{lab.slug}/" in str(file):
+                variable, value = match.groups()
+                if variable == "KIT_PROBE_PATH":
+                    probe = Path(value).name
+                elif Path(value).name in lab.student_files:
+                    data_files[variable] = Path(value).name
+    kernels_name = f"lib{lab.tag}_kernels.a"
+    links = []
+    for cwd, argv in link_records:
+        kernels = next((arg for arg in argv if Path(arg).name == kernels_name), None)
+        if kernels is not None and "-o" in argv:
+            output = argv[argv.index("-o") + 1]
+            links.append(LinkRecipe(Path(output).name, tuple(argv), cwd, kernels, output))
+    harness = LabHarness(
+        lab,
+        tuple(sorted(compiles, key=lambda recipe: recipe.name)),
+        tuple(sorted(links, key=lambda recipe: recipe.executable)),
+        data_files=tuple(sorted(data_files.items())),
+        probe=probe,
+    )
+    compiled = {recipe.name for recipe in compiles} | set(data_files.values())
+    missing = [name for name in lab.student_files if name not in compiled]
+    if missing or not any(link.executable == lab.executable for link in links):
+        what = f"no compile command for {', '.join(missing)}" if missing else f"no link record for {lab.executable}"
+        return replace(harness, problem=f"kit problem, not yours: the harness build has {what}")
+    exe = build_dir / "bin" / lab.executable
+    try:
+        listed = tuple(list_tests(exe, build_dir, run_config))
+        check_rubric_against_listing(lab, {test.name for test in listed}, has_hidden_tests=kit.has_solutions)
+    except GraderError as error:
+        return replace(harness, problem=f"kit problem, not yours: {error}")
+    return replace(harness, tests=listed)

@@ -1,0 +1,147 @@
+"""What a long grading run shows while it works: submissions done, what each one in flight is
+doing, and the time left. A live table (rich) on a terminal; plain lines otherwise (CI, logs)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Protocol, TextIO
+
+
+class Progress(Protocol):
+    def start(self, total: int, done: int) -> None: ...
+    def stage(self, student: str, what: str) -> None: ...
+    def finished(self, student: str, line: str) -> None: ...
+    def log(self, message: str) -> None: ...
+    def close(self) -> None: ...
+
+
+class _Counter:
+    """Submissions done and the time left, from the rate of those graded in this run."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.done = 0
+        self.done_here = 0
+        self.started = time.monotonic()
+
+    def eta(self) -> str:
+        if self.done_here == 0:
+            return "time left: estimating"
+        rate = self.done_here / (time.monotonic() - self.started)
+        left = (self.total - self.done) / rate
+        return f"time left: about {_duration(left)}"
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+class PlainProgress:
+    """One line per stage change and per finished submission."""
+
+    def __init__(self, stream: TextIO | None = None, stages: bool = True) -> None:
+        self.stream = stream or sys.stdout
+        self.stages = stages
+        self.counter = _Counter()
+        self.lock = threading.Lock()
+
+    def _print(self, line: str) -> None:
+        with self.lock:
+            print(line, file=self.stream, flush=True)
+
+    def start(self, total: int, done: int) -> None:
+        self.counter.total, self.counter.done = total, done
+        self._print(f"grading {total} submissions" + (f" ({done} already graded: kept)" if done else ""))
+
+    def stage(self, student: str, what: str) -> None:
+        if self.stages:
+            self._print(f"  {student}: {what}")
+
+    def finished(self, student: str, line: str) -> None:
+        with self.lock:
+            self.counter.done += 1
+            self.counter.done_here += 1
+            done, total, eta = self.counter.done, self.counter.total, self.counter.eta()
+        self._print(f"[{done}/{total}] {student}: {line}  ({eta})")
+
+    def log(self, message: str) -> None:
+        self._print(message)
+
+    def close(self) -> None:
+        pass
+
+
+class RichProgress:
+    """A bar with the time left and a table of the submissions in flight, redrawn in place."""
+
+    def __init__(self) -> None:
+        from rich.console import Console, Group
+        from rich.live import Live
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+        from rich.progress import Progress as Bar
+        from rich.table import Table
+
+        self._group, self._table_type = Group, Table
+        self.console = Console()
+        self.bar = Bar(
+            TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TextColumn("time left"),
+            TimeRemainingColumn(), console=self.console,
+        )
+        self.task = self.bar.add_task("grading", total=1)
+        self.running: dict[str, str] = {}
+        self.lock = threading.Lock()
+        self.live = Live(self._render(), console=self.console, refresh_per_second=4)
+        self.live.start()
+
+    def _render(self):  # type: ignore[no-untyped-def]
+        table = self._table_type(box=None, show_header=False, padding=(0, 2))
+        for student, what in list(self.running.items())[-12:]:
+            table.add_row(student, what)
+        return self._group(self.bar, table)
+
+    def _refresh(self) -> None:
+        self.live.update(self._render())
+
+    def start(self, total: int, done: int) -> None:
+        self.bar.update(self.task, total=total, completed=done)
+        self._refresh()
+
+    def stage(self, student: str, what: str) -> None:
+        with self.lock:
+            self.running[student] = what
+            self._refresh()
+
+    def finished(self, student: str, line: str) -> None:
+        with self.lock:
+            self.running.pop(student, None)
+            self.bar.advance(self.task)
+            self.live.console.print(f"{student}: {line}")
+            self._refresh()
+
+    def log(self, message: str) -> None:
+        self.live.console.print(message)
+
+    def close(self) -> None:
+        self.live.stop()
+
+
+def make_progress(stream: TextIO | None = None) -> Progress:
+    """rich's live display on a terminal where rich is importable; plain lines otherwise."""
+    stream = stream or sys.stdout
+    if stream.isatty():
+        try:
+            return RichProgress()
+        except ImportError:
+            pass
+    return PlainProgress(stream, stages=False)
+
+
+class QuietProgress(PlainProgress):
+    def __init__(self) -> None:
+        super().__init__(stream=None, stages=False)
+
+    def _print(self, line: str) -> None:
+        pass

@@ -1,0 +1,157 @@
+"""Where every process of a grading run gets its turn: CPU slots, and GPU lanes with shared and
+exclusive holders.
+
+- A CPU job (a compile, a link, a test with no [gpu] tag) takes one of `cpu_slots`.
+- A shared GPU job (a [gpu] test) takes one of a GPU's `gpu_slots`; processes of different
+  submissions share a GPU this way.
+- An exclusive GPU job (a [performance] or [resources] test, whose measurement is device-wide)
+  has its GPU to itself: it waits for the GPU's shared jobs to end, and while it waits no new
+  shared job starts there, so exclusive jobs cannot starve (they queue up and run one by one
+  in the gap they made).
+- Every GPU is a lane of its own; a job is given one GPU index, which the run stage passes to
+  its process as CUDA_VISIBLE_DEVICES, so the same code uses every GPU of a node.
+
+On a machine without a GPU, GPU jobs are CPU jobs (their tests report themselves skipped).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Need(Enum):
+    CPU = "cpu"
+    GPU_SHARED = "gpu"
+    GPU_EXCLUSIVE = "gpu-exclusive"
+
+
+def need_for_tags(tags: tuple[str, ...] | list[str]) -> Need:
+    """The kind of slot a test needs, from its Catch2 tags (docs/architecture.md)."""
+    if "gpu" not in tags:
+        return Need.CPU
+    if "performance" in tags or "resources" in tags:
+        return Need.GPU_EXCLUSIVE
+    return Need.GPU_SHARED
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs this run may use: CUDA_VISIBLE_DEVICES when set, else what nvidia-smi lists."""
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is not None:
+        return [entry.strip() for entry in given.split(",") if entry.strip() and entry.strip() != "-1"]
+    try:
+        listed = subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if listed.returncode != 0:
+        return []
+    return [str(index) for index, line in enumerate(listed.stdout.splitlines()) if line.startswith("GPU ")]
+
+
+@dataclass(frozen=True)
+class Lease:
+    need: Need
+    gpu: str | None  # the CUDA_VISIBLE_DEVICES value for the process, None for a CPU slot
+
+
+@dataclass
+class _Lane:
+    gpu: str
+    shared: int = 0
+    exclusive: bool = False
+    exclusive_waiting: int = 0
+
+
+@dataclass
+class SchedulerStats:
+    """What the benchmark reports: how many jobs of each kind ran, and the most at once."""
+
+    started: dict[str, int] = field(default_factory=dict)
+    most_at_once: dict[str, int] = field(default_factory=dict)
+
+
+class Scheduler:
+    def __init__(self, cpu_slots: int, gpus: list[str], gpu_slots: int) -> None:
+        if cpu_slots < 1 or gpu_slots < 1:
+            raise ValueError("cpu_slots and gpu_slots must be at least 1")
+        self.cpu_slots = cpu_slots
+        self.gpu_slots = gpu_slots
+        self._lanes = [_Lane(gpu) for gpu in gpus]
+        self._cpu_used = 0
+        self._changed = threading.Condition()
+        self.stats = SchedulerStats()
+
+    @property
+    def gpus(self) -> list[str]:
+        return [lane.gpu for lane in self._lanes]
+
+    @property
+    def total_slots(self) -> int:
+        return self.cpu_slots + self.gpu_slots * len(self._lanes)
+
+    @contextmanager
+    def hold(self, need: Need) -> Iterator[Lease]:
+        lease = self._acquire(need)
+        try:
+            yield lease
+        finally:
+            self._release(lease)
+
+    # -----------------------------------------------------------------------------------------
+
+    def _acquire(self, need: Need) -> Lease:
+        if need is not Need.CPU and not self._lanes:
+            need = Need.CPU  # no GPU here: the test runs (and skips itself) on a CPU slot
+        with self._changed:
+            if need is Need.CPU:
+                self._changed.wait_for(lambda: self._cpu_used < self.cpu_slots)
+                self._cpu_used += 1
+                self._count(need, self._cpu_used)
+                return Lease(need, None)
+            if need is Need.GPU_SHARED:
+                lane = self._changed.wait_for(self._free_shared_lane)
+                assert lane is not None
+                lane.shared += 1
+                self._count(need, sum(lane.shared for lane in self._lanes))
+                return Lease(need, lane.gpu)
+            # Exclusive: queue on the lane with the least ahead of it, then wait for it to empty.
+            lane = min(self._lanes, key=lambda lane: (lane.exclusive_waiting + lane.exclusive, lane.shared))
+            lane.exclusive_waiting += 1
+            self._changed.wait_for(lambda: not lane.exclusive and lane.shared == 0)
+            lane.exclusive_waiting -= 1
+            lane.exclusive = True
+            self._count(need, sum(lane.exclusive for lane in self._lanes))
+            return Lease(need, lane.gpu)
+
+    def _free_shared_lane(self) -> _Lane | None:
+        open_lanes = [
+            lane
+            for lane in self._lanes
+            if not lane.exclusive and lane.exclusive_waiting == 0 and lane.shared < self.gpu_slots
+        ]
+        return min(open_lanes, key=lambda lane: lane.shared) if open_lanes else None
+
+    def _release(self, lease: Lease) -> None:
+        with self._changed:
+            if lease.need is Need.CPU:
+                self._cpu_used -= 1
+            else:
+                lane = next(lane for lane in self._lanes if lane.gpu == lease.gpu)
+                if lease.need is Need.GPU_SHARED:
+                    lane.shared -= 1
+                else:
+                    lane.exclusive = False
+            self._changed.notify_all()
+
+    def _count(self, need: Need, now: int) -> None:
+        key = need.value
+        self.stats.started[key] = self.stats.started.get(key, 0) + 1
+        self.stats.most_at_once[key] = max(self.stats.most_at_once.get(key, 0), now)
