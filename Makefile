@@ -9,6 +9,7 @@
 #   make student-kit [OUT=dir]                              the kit without solutions/, for students
 #   make plots LAB=06                                       occupancy charts from your calculator
 #   make bench [OUT=dir]                                    staff: reference kernels vs cuBLAS, GFLOP/s
+#   make grade-bench [LABS=02,03,04] [COPIES=1] [REPEAT=0]  staff: the grader's own speed, serial vs engine
 
 BUILD ?= build
 LAB ?=
@@ -25,7 +26,7 @@ GENERATOR = $(if $(shell command -v ninja),-G Ninja,)
 labs_arg = $(if $(LABS),--labs $(LABS),)
 out_arg = $(if $(OUT),--out $(OUT),)
 
-.PHONY: help setup build test check grade validate handout student-kit plots bench clean
+.PHONY: help setup build test check grade grade-bench validate handout student-kit plots bench clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -75,6 +76,13 @@ plots: build
 # a plot, and ncu's load counts where ncu exists (bench/README.md).
 bench: build
 	$(PY) bench/run_bench.py $(if $(OUT),$(OUT),$(BUILD)/bench) --build-dir $(BUILD)
+
+# Staff only: grades a synthetic class serially and with the engine in one run, and prints
+# student-labs per minute and whether every score matched (grader/bench.py).
+COPIES ?= 1
+REPEAT ?= 0
+grade-bench: setup
+	$(PY) -m grader bench $(labs_arg) --copies $(COPIES) --repeat $(REPEAT) $(out_arg)
 
 clean:
 	rm -rf $(BUILD)

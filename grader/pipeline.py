@@ -289,6 +289,12 @@ def _open_out_dir(out_dir: Path, options: GradeOptions) -> None:
                 f"{', '.join(manifest['labs'])}; resume it with --labs {','.join(earlier.get('labs', []))}, "
                 "or name a new folder with --out"
             )
+        # A run killed while writing a report leaves its private folder behind: that submission
+        # has no report, so it is graded again; the leftovers go.
+        for leftover in out_dir.glob(".partial-*"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        for leftover in out_dir.glob(".old-*"):
+            shutil.rmtree(leftover, ignore_errors=True)
         return
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomically(path, json.dumps(manifest) + "\n")

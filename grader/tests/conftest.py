@@ -152,6 +152,10 @@ class FakeKit:
             build=BuildConfig(cmake=str(self.cmake), generator=None, jobs=1, timeout=30),
             run=RunConfig(timeout=run.get("timeout", 10)),
             work_root=self.root.parent / "work",
+            harness_dir=self.root.parent / "harness",
+            cpu_slots=2,
+            gpus=tuple(run.get("gpus", ())),
+            gpu_slots=run.get("gpu_slots", 2),
         )
 
     def reload(self) -> FakeKit:
@@ -179,7 +183,8 @@ def write_fake_catch2(folder: Path, name: str, tests: list[dict]) -> Path:
 @pytest.fixture
 def fake_tools(tmp_path: Path) -> Path:
     tools = tmp_path / "tools"
-    make_executable(FAKES / "fake_catch2.py", tools)
+    for helper in ("fake_catch2.py", "fake_cc.py", "fake_ld.py"):
+        make_executable(FAKES / helper, tools)
     return make_executable(FAKES / "fake_cmake.py", tools)
 
 

@@ -1,16 +1,32 @@
-"""build.py: the CMake commands, per-lab failures and trimmed compiler output (with a fake cmake)."""
+"""build.py and harness.py: the harness built once, a submission's files compiled and relinked,
+the in-place build of check, and trimmed compiler output (with a fake cmake, compiler and linker)."""
 
+import json
 from pathlib import Path
 
-from grader.build import BuildConfig, build_command, build_labs, configure_command, trim_log
-from grader.collect import Submission
-from grader.stage import stage_submission
+import pytest
+
+from grader.build import (
+    BuildCache,
+    BuildConfig,
+    build_command,
+    build_labs,
+    build_submission_lab,
+    configure_command,
+    trim_log,
+)
+from grader.errors import GraderError
+from grader.harness import prepare_harness
+from grader.schedule import Scheduler
 
 
-def staged(fake_kit, tmp_path, files=None):
-    work = tmp_path / "work"
-    work.mkdir(exist_ok=True)
-    return stage_submission(fake_kit.kit, Submission("s", files=files or {}), list(fake_kit.kit.labs), work)
+def harness_for(fake_kit, tmp_path, config=None):
+    options = fake_kit.options()
+    return prepare_harness(fake_kit.kit, list(fake_kit.kit.labs), tmp_path / "harness", config or options.build, options.run)
+
+
+def cache_for(fake_kit, tmp_path):
+    return BuildCache(tmp_path / "cache", Scheduler(2, [], 1), fake_kit.options().build)
 
 
 def test_configure_command_has_the_student_kernels_arch_and_defines(tmp_path):
@@ -47,42 +63,86 @@ def test_build_command_builds_one_target():
     ]
 
 
-def test_every_lab_builds_with_the_fake_cmake(fake_kit, tmp_path):
-    stage = staged(fake_kit, tmp_path)
+def test_the_students_in_place_build_configures_then_builds_each_lab(fake_kit, tmp_path):
     config = fake_kit.options().build
-    results = build_labs(stage.root, stage.build_dir, list(fake_kit.kit.labs), config)
+    results = build_labs(fake_kit.root, tmp_path / "b", list(fake_kit.kit.labs), config)
     assert all(result.ok for result in results.values())
-    assert results["02"].exe_path == stage.build_dir / "bin" / "lab02_tests"
-    assert "-DKIT_KERNELS=student" in (stage.build_dir / "CMakeCache.txt").read_text()
+    assert results["02"].exe_path == tmp_path / "b" / "bin" / "lab02_tests"
+    assert "-DKIT_KERNELS=student" in (tmp_path / "b" / "CMakeCache.txt").read_text()
 
 
-def test_a_compile_error_costs_only_its_lab_and_shows_the_error(fake_kit, tmp_path):
-    broken = b'#include "demo.h"\n// FAKE-COMPILE-ERROR\nint demo_host(int w) { return w }\n'
-    stage = staged(fake_kit, tmp_path, {"02_demo": {"demo.cu": broken}})
-    results = build_labs(stage.root, stage.build_dir, list(fake_kit.kit.labs), fake_kit.options().build)
-    assert not results["02"].ok and results["03"].ok
-    assert results["02"].problem == "lab02 did not compile"
-    assert 'labs/02_demo/demo.cu(2): error: expected a ";"' in results["02"].log_tail
-    assert str(stage.root) not in results["02"].log_tail  # private paths are shortened
-
-
-def test_a_failed_configure_fails_every_lab(fake_kit, tmp_path):
-    stage = staged(fake_kit, tmp_path)
-    (stage.root / "FAKE_CONFIGURE_FAIL").write_text("")
-    results = build_labs(stage.root, stage.build_dir, list(fake_kit.kit.labs), fake_kit.options().build)
+def test_a_failed_configure_fails_every_lab_of_the_in_place_build(fake_kit, tmp_path):
+    (fake_kit.root / "FAKE_CONFIGURE_FAIL").write_text("")
+    results = build_labs(fake_kit.root, tmp_path / "b", list(fake_kit.kit.labs), fake_kit.options().build)
     assert {result.problem for result in results.values()} == {"CMake configure failed"}
     assert "No CMAKE_CUDA_COMPILER" in results["03"].log_tail
 
 
-def test_a_build_past_its_time_limit_is_stopped(fake_kit, tmp_path):
-    slow = tmp_path / "slow_cmake"
-    slow.write_text("#!/bin/sh\nsleep 30\n")
-    slow.chmod(0o755)
-    stage = staged(fake_kit, tmp_path)
-    results = build_labs(
-        stage.root, stage.build_dir, [fake_kit.kit.labs[0]], BuildConfig(cmake=str(slow), timeout=0.5)
-    )
-    assert "timed out after" in results["02"].problem
+def test_the_harness_records_each_labs_compile_and_link_and_lists_its_tests(fake_kit, tmp_path):
+    harness = harness_for(fake_kit, tmp_path)
+    lab02 = harness.labs["02"]
+    assert lab02.problem is None
+    assert [recipe.name for recipe in lab02.compiles] == ["demo.cu"]
+    assert [recipe.executable for recipe in lab02.links] == ["lab02_tests"]
+    assert lab02.links[0].kernels.endswith("liblab02_kernels.a")
+    assert "kernel speed is close to the reference kernel" in {test.name for test in lab02.tests}
+    assert lab02.tags("kernel speed is close to the reference kernel") == ("lab02", "performance", "gpu")
+    assert "-DKIT_RECORD_COMMANDS=ON" in (tmp_path / "harness" / "CMakeCache.txt").read_text()
+
+
+def test_a_kit_that_does_not_configure_stops_the_run_as_a_kit_problem(fake_kit, tmp_path):
+    (fake_kit.root / "FAKE_CONFIGURE_FAIL").write_text("")
+    with pytest.raises(GraderError, match="(?s)kit problem.*No CMAKE_CUDA_COMPILER"):
+        harness_for(fake_kit, tmp_path)
+
+
+def test_a_submission_compiles_its_own_file_and_relinks(fake_kit, tmp_path):
+    harness = harness_for(fake_kit, tmp_path)
+    cache = cache_for(fake_kit, tmp_path)
+    files = {"demo.cu": b"// FAKE-OUTCOME: fail:no | result matches on hidden widths\nint x;\n"}
+    result = build_submission_lab(harness.labs["02"], harness.fingerprint, files, cache)
+    assert result.ok and result.exe_path is not None and result.exe_path.name == "lab02_tests"
+    spec = json.loads(Path(f"{result.exe_path}.json").read_text())
+    behaviours = {test["name"]: test["behaviour"] for test in spec["tests"]}
+    assert behaviours["result matches on hidden widths"] == "fail:no"
+    assert not str(result.exe_path).startswith(str(tmp_path / "harness"))  # the harness's own stays
+
+
+def test_identical_files_compile_and_link_once(fake_kit, tmp_path):
+    harness = harness_for(fake_kit, tmp_path)
+    cache = cache_for(fake_kit, tmp_path)
+    same = {"demo.cu": b"int demo_host(int w) { return w; }\n"}
+    first = build_submission_lab(harness.labs["02"], harness.fingerprint, same, cache)
+    second = build_submission_lab(harness.labs["02"], harness.fingerprint, dict(same), cache)
+    other = build_submission_lab(harness.labs["02"], harness.fingerprint, {"demo.cu": b"int y;\n"}, cache)
+    assert first.exe_path == second.exe_path != other.exe_path
+    assert (cache.compiled, cache.linked) == (2, 2)
+
+
+def test_a_compile_error_costs_only_its_lab_and_names_only_the_students_file(fake_kit, tmp_path):
+    harness = harness_for(fake_kit, tmp_path)
+    cache = cache_for(fake_kit, tmp_path)
+    broken = {"demo.cu": b'#include "demo.h"\n// FAKE-COMPILE-ERROR\nint demo_host(int w) { return w }\n'}
+    result = build_submission_lab(harness.labs["02"], harness.fingerprint, broken, cache)
+    assert not result.ok and result.problem == "lab02 did not compile"
+    assert result.log_tail.startswith('demo.cu(2): error: expected a ";"')
+    assert str(tmp_path) not in result.log_tail  # no private path of the grading machine
+    assert build_submission_lab(harness.labs["03"], harness.fingerprint, {"other.cu": b"int z;\n"}, cache).ok
+
+
+def test_a_link_error_is_the_students_and_says_so(fake_kit, tmp_path):
+    harness = harness_for(fake_kit, tmp_path)
+    cache = cache_for(fake_kit, tmp_path)
+    result = build_submission_lab(harness.labs["02"], harness.fingerprint, {"demo.cu": b"// FAKE-LINK-ERROR\n"}, cache)
+    assert not result.ok and "did not link" in result.problem
+    assert "undefined reference" in result.log_tail
+
+
+def test_a_compile_past_its_time_limit_is_stopped(fake_kit, tmp_path):
+    harness = harness_for(fake_kit, tmp_path)
+    cache = BuildCache(tmp_path / "cache", Scheduler(1, [], 1), BuildConfig(timeout=0.5))
+    result = build_submission_lab(harness.labs["02"], harness.fingerprint, {"demo.cu": b"// FAKE-COMPILE-HANG\n"}, cache)
+    assert not result.ok and "stopped after" in result.log_tail
 
 
 def test_trim_log_keeps_the_errors_with_context_or_else_the_tail():

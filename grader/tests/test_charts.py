@@ -46,7 +46,7 @@ def make_kit(tmp_path: Path, script: str, cmake_rc: int = 0) -> tuple[Path, Path
 WRITES_TWO_PNGS = """\
     import argparse, pathlib
     parser = argparse.ArgumentParser()
-    parser.add_argument("--build"); parser.add_argument("--out")
+    parser.add_argument("--build"); parser.add_argument("--out"); parser.add_argument("--curves")
     out = pathlib.Path(parser.parse_args().out)
     (out / "b.png").write_bytes(b"png-b"); (out / "a.png").write_bytes(b"png-a")
     (out / "curves.csv").write_text("x,y")

@@ -1,7 +1,9 @@
 """pipeline.py and cli.py end to end, on the fake kit with the fake cmake and Catch2."""
 
 import csv
+import io
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from grader import cli, pipeline
 from grader.collect import collect_submission
 from grader.errors import GraderError
 from grader.pipeline import check_lab, grade_class, grade_submission
+from grader.progress import PlainProgress, QuietProgress
 from grader.validate import run_validate, untested_tests
 
 GOOD_02 = b'#include "demo.h"\nint demo_host(int width) { return width; }\n'
@@ -61,8 +64,8 @@ def test_a_kit_that_cannot_configure_is_a_grader_failure_not_the_students(fake_k
     (fake_kit.root / "FAKE_CONFIGURE_FAIL").write_text("")
     path = folder(tmp_path / "ann", {"demo.cu": GOOD_02, "other.cu": GOOD_03})
     score = grade_submission(fake_kit.kit, collect_submission(path, fake_kit.kit), fake_kit.options())
-    assert "CMake could not configure the kit" in score.error
-    assert score.lab("02").problem == "CMake configure failed"
+    assert "kit problem: CMake could not configure the kit" in score.error
+    assert score.lab("02").problem == "not graded: the grader failed on this submission"
 
 
 def test_a_rubric_the_executable_disagrees_with_is_a_kit_error(fake_kit, tmp_path):
@@ -83,10 +86,12 @@ def test_grade_class_writes_every_report_even_when_grading_raises(fake_kit, tmp_
     (klass / "corrupt.zip").write_bytes(b"not a zip")
     entries = cli.find_submissions([klass], fake_kit.kit)
     out = tmp_path / "grades"
-    lines = []
-    scores = grade_class(fake_kit.kit, entries, fake_kit.options(), out, lines.append)
+    shown = io.StringIO()
+    scores = grade_class(fake_kit.kit, entries, fake_kit.options(), out, PlainProgress(shown))
     assert [s.student_id for s in scores] == ["alice", "bob", "corrupt"]
-    assert "[2/3] bob: building lab02 ..." in lines and "[2/3] bob: running the 5 tests of lab02 ..." in lines
+    lines = shown.getvalue().splitlines()
+    assert "  bob: building lab02" in lines and "  bob: lab02: running kernel speed is close to the reference kernel" in lines
+    assert any(re.fullmatch(r"\[\d/3\] bob: 30/60  \(time left: .*\)", line) for line in lines)
     for student in ("alice", "bob", "corrupt"):
         assert (out / student / "results.json").is_file() and (out / student / "feedback.txt").is_file()
     corrupt = json.loads((out / "corrupt" / "results.json").read_text())
@@ -104,28 +109,30 @@ def test_an_unexpected_exception_still_writes_results(fake_kit, tmp_path, monkey
     def explode(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(pipeline, "build_labs", explode)
+    monkeypatch.setattr(pipeline, "build_submission_lab", explode)
     folder(tmp_path / "class" / "alice", {"demo.cu": GOOD_02})
     scores = grade_class(
         fake_kit.kit,
         [("alice", tmp_path / "class" / "alice")],
         fake_kit.options(),
         tmp_path / "out",
-        lambda line: None,
+        QuietProgress(),
     )
     assert "internal grader error: RuntimeError: disk on fire" in scores[0].error
     results = json.loads((tmp_path / "out" / "alice" / "results.json").read_text())
     assert "disk on fire" in results["output"] and len(results["tests"]) == 6
 
 
-def test_grade_class_refuses_an_existing_output_folder(fake_kit, tmp_path):
+def test_grade_class_refuses_a_folder_that_is_not_an_earlier_run(fake_kit, tmp_path):
     (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("mine\n")
     with pytest.raises(GraderError, match="never overwrites"):
-        grade_class(fake_kit.kit, [], fake_kit.options(), tmp_path / "out", lambda line: None)
+        grade_class(fake_kit.kit, [], fake_kit.options(), tmp_path / "out", QuietProgress())
+    assert (tmp_path / "out" / "notes.txt").read_text() == "mine\n"
 
 
 def test_validate_judges_the_reference_and_the_mutants(fake_kit):
-    report = run_validate(fake_kit.kit, fake_kit.options(), lambda line: None)  # both labs, once
+    report = run_validate(fake_kit.kit, fake_kit.options(), QuietProgress())  # both labs, once
     rows = {(v.student, v.lab_id): v for v in report.verdicts}
     assert set(rows) == {("reference", "02"), ("reference", "03"), ("broken", "02"), ("transposed", "02")}
     assert all(v.verdict == "ok" for v in report.verdicts), report.verdicts
@@ -138,7 +145,7 @@ def test_validate_judges_the_reference_and_the_mutants(fake_kit):
 def test_validate_fails_a_mutant_that_loses_too_little(fake_kit):
     path = fake_kit.root / "solutions/02_demo/mutants/transposed.cu"
     path.write_text(path.read_text().replace("kit-expect-loss: 20", "kit-expect-loss: 30"))
-    report = run_validate(fake_kit.kit, fake_kit.options(["02"]), lambda line: None)
+    report = run_validate(fake_kit.kit, fake_kit.options(["02"]), QuietProgress())
     assert [(v.student, v.verdict) for v in report.failed] == [("transposed", "FAIL")]
 
 
@@ -153,7 +160,7 @@ def test_validate_without_a_gpu_says_not_run_instead_of_fail(fake_kit):
     mutant.write_text(
         "\n".join(line for line in mutant.read_text().splitlines() if "FAKE-OUTCOME" not in line)
     )
-    report = run_validate(fake_kit.kit, fake_kit.options(["02"]), lambda line: None)
+    report = run_validate(fake_kit.kit, fake_kit.options(["02"]), QuietProgress())
     verdicts = {v.student: v.verdict for v in report.verdicts}
     assert verdicts == {"reference": "not run (no GPU)", "transposed": "not run (no GPU)", "broken": "ok"}
 
@@ -198,20 +205,24 @@ def test_cli_grade_validate_and_handout_on_the_fake_kit(fake_kit, tmp_path, monk
     assert cli.main(["grade", *kit, "--labs", "02", "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == [
         "gradebook.csv",
+        "grading.json",
         "lab02-broken",
         "lab02-transposed",
         "reference",
         "summary.txt",
     ]
-    assert cli.main(["grade", *kit, "--labs", "02", "--out", str(out)]) == 2  # never overwrites
-    assert "already exists" in capsys.readouterr().err
+    capsys.readouterr()
+    assert cli.main(["grade", *kit, "--labs", "02", "--out", str(out)]) == 0  # resumed: nothing left
+    assert "3 already graded: kept" in capsys.readouterr().out
+    assert cli.main(["grade", *kit, "--labs", "03", "--out", str(out)]) == 2  # other labs: refused
+    assert "resume it with --labs 02" in capsys.readouterr().err
 
     assert cli.main(["validate", *kit, "--labs", "02"]) == 0
     table = capsys.readouterr().out
     assert "transposed  02" in table and "FAIL" not in table
 
 
-@pytest.mark.parametrize("command", [[], ["check"], ["grade"], ["validate"], ["handout"]])
+@pytest.mark.parametrize("command", [[], ["check"], ["grade"], ["validate"], ["handout"], ["bench"]])
 def test_every_command_has_help(command, capsys):
     with pytest.raises(SystemExit) as exited:
         cli.main(command + ["--help"])

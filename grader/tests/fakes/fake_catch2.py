@@ -3,7 +3,8 @@
 
 Its tests come from <this file>.json: {"tests": [{"name", "tags", "behaviour"}]}. Behaviours:
 pass, fail:<text>, expr, skip:<reason>, metric:<name>=<value>, crash, hang, noxml, garbled,
-wrongname, spam, env.
+wrongname, spam, env, record:<file> (appends "<start> <end> <CUDA_VISIBLE_DEVICES> <name>" to
+the file after sleeping 0.3 s, then passes).
 """
 
 import json
@@ -98,6 +99,14 @@ def run(name, out):
         return 0
     if kind == "spam":
         sys.stdout.write("x" * (1 << 20))
+        write(document(name, "", True))
+        return 0
+    if kind == "record":
+        start = time.time()
+        time.sleep(0.3)
+        with open(arg, "a") as handle:
+            gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "-")
+            handle.write(f"{start} {time.time()} {gpu} {name}\n")
         write(document(name, "", True))
         return 0
     if kind == "env":

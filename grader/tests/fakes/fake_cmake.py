@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
-"""A stand-in for cmake: configure records its arguments; --build writes a fake Catch2 executable.
+"""A stand-in for cmake, with a stand-in compiler (fake_cc.py) and linker (fake_ld.py).
 
-The executable's tests come from <source>/fake_kit.json ({target: {"slug", "tests": [...]}}), and
-a student file can change them with comment lines the screen lets through:
-    // FAKE-OUTCOME: <behaviour> | <test name>
-    // FAKE-COMPILE-ERROR          (the build fails with a compiler-like message)
-A <source>/FAKE_CONFIGURE_FAIL file makes configure fail.
+- configure (-S SRC -B BUILD): records its arguments.
+- --build BUILD --target T (the student's in-place build, `check`): compiles the lab's *.cu of
+  T's lab and links T.
+- --build BUILD (everything: the grader's harness build): as above for every target of
+  <SRC>/fake_kit.json ({target: {"slug", "tests": [...]}}), and leaves the records the real
+  harness build leaves: compile_commands.json and kit-link-commands/<target>.link.
+
+A student file steers the outcome with comment lines the screen lets through:
+    // FAKE-OUTCOME: <behaviour> | <test name>     (see fake_catch2.py for behaviours)
+    // FAKE-COMPILE-ERROR                           (fake_cc.py fails like nvcc)
+A <SRC>/FAKE_CONFIGURE_FAIL file makes configure fail.
 """
 
 import json
 import os
-import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -29,30 +35,43 @@ def configure(args):
     return 0
 
 
+def build_target(source, build_dir, target, spec, commands):
+    lab_dir = source / "labs" / spec["slug"]
+    tag = "lab" + spec["slug"][:2]
+    objects = []
+    for student_file in sorted(lab_dir.glob("*.cu")):
+        obj = f"labs/{spec['slug']}/{student_file.name}.o"
+        argv = [str(HERE / "fake_cc.py"), "-c", str(student_file), "-o", obj]
+        commands.append({"directory": str(build_dir), "command": " ".join(argv), "file": str(student_file)})
+        (build_dir / obj).parent.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(argv, cwd=build_dir)
+        if done.returncode != 0:
+            return done.returncode
+        objects.append(build_dir / obj)
+    library = build_dir / "labs" / spec["slug"] / f"lib{tag}_kernels.a"
+    library.write_text("".join(path.read_text() for path in objects))
+    argv = [
+        str(HERE / "fake_ld.py"), "--spec", str(source / "fake_kit.json"), "--target", target,
+        f"labs/{spec['slug']}/{library.name}", "-o", f"bin/{target}",
+    ]
+    records = build_dir / "kit-link-commands"
+    records.mkdir(exist_ok=True)
+    (records / f"{target}.link").write_bytes(b"\0".join(part.encode() for part in [str(build_dir), *argv]) + b"\0")
+    return subprocess.run(argv, cwd=build_dir).returncode
+
+
 def build(args):
     build_dir = Path(args[args.index("--build") + 1])
-    target = args[args.index("--target") + 1]
     source = Path((build_dir / "fake_source").read_text())
-    spec = json.loads((source / "fake_kit.json").read_text())[target]
-    tests = [dict(test) for test in spec["tests"]]
-    for student_file in sorted((source / "labs" / spec["slug"]).glob("*.cu")):
-        for number, line in enumerate(student_file.read_text().splitlines(), start=1):
-            if "FAKE-COMPILE-ERROR" in line:
-                print(f"[1/3] Building CUDA object {source}/labs/{spec['slug']}/{student_file.name}.o")
-                print(f'{source}/labs/{spec["slug"]}/{student_file.name}({number}): error: expected a ";"')
-                print("1 error detected in the compilation of naive_matmul.cu.")
-                return 1
-            if "FAKE-OUTCOME:" in line:
-                behaviour, _, name = line.split("FAKE-OUTCOME:", 1)[1].partition("|")
-                behaviour = behaviour.replace("\\n", "\n")
-                for test in tests:
-                    if test["name"] == name.strip():
-                        test["behaviour"] = behaviour.strip()
-    exe = build_dir / "bin" / target
-    exe.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(HERE / "fake_catch2.py", exe)
-    exe.chmod(0o755)
-    (build_dir / "bin" / f"{target}.json").write_text(json.dumps({"tests": tests}))
+    specs = json.loads((source / "fake_kit.json").read_text())
+    targets = [args[args.index("--target") + 1]] if "--target" in args else sorted(specs)
+    commands = []
+    for target in targets:
+        code = build_target(source, build_dir, target, specs[target], commands)
+        if code != 0:
+            return code
+    if "--target" not in args:
+        (build_dir / "compile_commands.json").write_text(json.dumps(commands, indent=1))
     return 0
 
 
