@@ -1,6 +1,6 @@
 """Stage 4, run: each rubric test in its own process, its result read from Catch2's XML reporter.
 
-One process per test because a CUDA fault is sticky for the rest of its process (DESIGN.md).
+One process per test because a CUDA fault is sticky for the rest of its process (docs/architecture.md).
 The result comes only from the XML file Catch2 writes for the exact test requested; an exit
 code of 0 without that file is a crash, never a pass.
 """
