@@ -214,30 +214,24 @@ std::vector<Alternative> matmul_index_mistakes(const std::vector<float>& M,
   std::vector<Alternative> mistakes;
   if (width > max_width || width < 2) return mistakes;
   const std::size_t w = static_cast<std::size_t>(width);
-  auto product = [&](auto m_at, auto n_at) {
-    std::vector<double> out(w * w, 0.0);
-    for (std::size_t i = 0; i < w; ++i)
-      for (std::size_t k = 0; k < w; ++k)
-        for (std::size_t j = 0; j < w; ++j) out[i * w + j] += double(m_at(i, k)) * n_at(k, j);
+  auto transposed = [w](const std::vector<float>& A) {
+    std::vector<float> out(A.size());
+    for (std::size_t r = 0; r < w; ++r)
+      for (std::size_t c = 0; c < w; ++c) out[c * w + r] = A[r * w + c];
     return out;
   };
-  auto m = [&](std::size_t i, std::size_t k) { return M[i * w + k]; };
-  auto n = [&](std::size_t k, std::size_t j) { return N[k * w + j]; };
-  auto m_t = [&](std::size_t i, std::size_t k) { return M[k * w + i]; };
-  auto n_t = [&](std::size_t k, std::size_t j) { return N[j * w + k]; };
-
-  std::vector<double> transposed = product(m, n);
+  std::vector<double> p_transposed = product_values(M, N, width, width, width);
   for (std::size_t i = 0; i < w; ++i)
-    for (std::size_t j = i + 1; j < w; ++j) std::swap(transposed[i * w + j], transposed[j * w + i]);
+    for (std::size_t j = i + 1; j < w; ++j) std::swap(p_transposed[i * w + j], p_transposed[j * w + i]);
   mistakes.push_back({"the result is transposed: row and col are swapped (row comes from the "
                       "y index, col from the x index; P[row * width + col]).",
-                      std::move(transposed)});
+                      std::move(p_transposed)});
   mistakes.push_back({"N is read transposed: the product matches M times N-transposed. Index N "
                       "as N[k * width + col], not N[col * width + k].",
-                      product(m, n_t)});
+                      product_values(M, transposed(N), width, width, width)});
   mistakes.push_back({"M is read transposed: the product matches M-transposed times N. Index M "
                       "as M[row * width + k], not M[k * width + row].",
-                      product(m_t, n)});
+                      product_values(transposed(M), N, width, width, width)});
   return mistakes;
 }
 

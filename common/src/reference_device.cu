@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "kit/cuda_check.hpp"
 #include "kit/device_buffer.hpp"
+#include "kit/gpu.hpp"
 #include "kit/matrix.hpp"
 
 namespace kit {
@@ -87,6 +89,13 @@ MatmulReference reference_matmul_on_device(const std::vector<float>& M,
   d_magnitude.copy_to_host(ref.magnitude.data());
   verify_reference(M, N, ref, inner);
   return ref;
+}
+
+std::vector<double> product_values(const std::vector<float>& M, const std::vector<float>& N,
+                                   int rows, int inner, int cols) {
+  MatmulReference ref = gpu_status().usable ? reference_matmul_on_device(M, N, rows, inner, cols)
+                                            : reference_matmul(M, N, rows, inner, cols);
+  return std::move(ref.value);
 }
 
 void verify_reference(const std::vector<float>& M, const std::vector<float>& N,

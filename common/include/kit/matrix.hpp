@@ -34,6 +34,12 @@ MatmulReference reference_matmul_on_device(const std::vector<float>& M,
 void verify_reference(const std::vector<float>& M, const std::vector<float>& N,
                       const MatmulReference& ref, int inner);
 
+// The exact-as-double values of M * N, on the GPU when one is usable (else the host loop): what
+// the failure diagnoses compare a wrong result against, so that explaining a mistake does not
+// cost O(rows * inner * cols) of one CPU core (common/src/reference_device.cu).
+std::vector<double> product_values(const std::vector<float>& M, const std::vector<float>& N,
+                                   int rows, int inner, int cols);
+
 // Throws std::invalid_argument unless M is rows x inner and N is inner x cols.
 void require_matmul_shape(const std::vector<float>& M, const std::vector<float>& N, int rows,
                           int inner, int cols);

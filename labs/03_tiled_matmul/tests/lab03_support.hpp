@@ -55,12 +55,12 @@ inline std::vector<kit::Alternative> tile_mistakes(const kit::MatmulProblem& p, 
       {"the tile of M is used transposed: the result is M with every tile "
        "transposed, times N. Store Mds[ty][tx] = M[row * width + ph * TILE_WIDTH + tx] "
        "and read Mds[ty][k] in the inner product (README section 5).",
-       kit::reference_matmul(M_t, p.N, w, w, w).value});
+       kit::product_values(M_t, p.N, w, w, w)});
   mistakes.push_back(
       {"the tile of N is used transposed: the result is M times N with every tile "
        "transposed. Store Nds[ty][tx] = N[(ph * TILE_WIDTH + ty) * width + col] "
        "and read Nds[k][tx] in the inner product (README section 5).",
-       kit::reference_matmul(p.M, N_t, w, w, w).value});
+       kit::product_values(p.M, N_t, w, w, w)});
   return mistakes;
 }
 
