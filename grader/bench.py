@@ -155,7 +155,11 @@ def run_bench(
         if serial:
             passes.append(grade_pass(kit, "serial", replace(options, cpu_slots=1, gpu_slots=1, in_flight=1), students))
         passes.append(grade_pass(kit, "engine", options, students))
-        repeats = [grade_pass(kit, f"engine again ({i})", options, students) for i in range(1, repeat + 1)]
+        print(_pass_line(passes[-1], None), flush=True)
+        repeats = []
+        for i in range(1, repeat + 1):
+            repeats.append(grade_pass(kit, f"engine again ({i})", options, students))
+            print(_pass_line(repeats[-1], passes[-1]), flush=True)
     engine = passes[-1]
     print("\n" + format_passes(passes + repeats))
     print(f"\nharness (configure and build once per run): {engine.harness:.1f} s")
@@ -184,6 +188,15 @@ def run_bench(
         (out / "bench.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"\nfigures in {out / 'bench.json'}")
     return 0
+
+
+def _pass_line(p: Pass, first: Pass | None) -> str:
+    """A line as each pass ends, so that a run cut short still tells what it measured."""
+    line = f"pass done: {p.name}: {p.student_labs} student-labs in {p.wall:.1f} s ({p.per_minute:.1f} per minute)"
+    if first is not None:
+        same = not score_differences(first.scores, p.scores)
+        line += f"; scores {'the same as' if same else 'DIFFERENT from'} the first engine pass"
+    return line
 
 
 def _pass_json(p: Pass) -> dict:

@@ -5,9 +5,12 @@ exclusive holders.
 - A shared GPU job (a [gpu] test) takes one of a GPU's `gpu_slots`; processes of different
   submissions share a GPU this way.
 - An exclusive GPU job (a [performance] or [resources] test, whose measurement is device-wide)
-  has its GPU to itself: it waits for the GPU's shared jobs to end, and while it waits no new
-  shared job starts there, so exclusive jobs cannot starve (they queue up and run one by one
-  in the gap they made).
+  has its GPU to itself. Emptying a GPU costs the time of its longest running test, so
+  exclusive jobs are batched: one waits while shared jobs are queued, and runs when the GPU
+  falls idle; once one has waited `max_defer` seconds its lane drains (no new shared job starts
+  there), and every exclusive job queued on the lane runs, one after the other, before shared
+  jobs resume. So exclusive jobs cannot starve, and a whole class pays a few drains instead of
+  one per timed test (measured on an H100: a drain per test kept the GPU half idle).
 - Every GPU is a lane of its own; a job is given one GPU index, which the run stage passes to
   its process as CUDA_VISIBLE_DEVICES, so the same code uses every GPU of a node.
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -68,6 +72,7 @@ class _Lane:
     shared: int = 0
     exclusive: bool = False
     exclusive_waiting: int = 0
+    draining: bool = False  # an exclusive job waited long enough: no shared job starts here
 
 
 @dataclass
@@ -79,13 +84,15 @@ class SchedulerStats:
 
 
 class Scheduler:
-    def __init__(self, cpu_slots: int, gpus: list[str], gpu_slots: int) -> None:
+    def __init__(self, cpu_slots: int, gpus: list[str], gpu_slots: int, max_defer: float = 20.0) -> None:
         if cpu_slots < 1 or gpu_slots < 1:
             raise ValueError("cpu_slots and gpu_slots must be at least 1")
         self.cpu_slots = cpu_slots
         self.gpu_slots = gpu_slots
+        self.max_defer = max_defer
         self._lanes = [_Lane(gpu) for gpu in gpus]
         self._cpu_used = 0
+        self._shared_waiting = 0
         self._changed = threading.Condition()
         self.stats = SchedulerStats()
 
@@ -117,15 +124,27 @@ class Scheduler:
                 self._count(need, self._cpu_used)
                 return Lease(need, None)
             if need is Need.GPU_SHARED:
+                self._shared_waiting += 1
                 lane = self._changed.wait_for(self._free_shared_lane)
+                self._shared_waiting -= 1
                 assert lane is not None
                 lane.shared += 1
                 self._count(need, sum(lane.shared for lane in self._lanes))
                 return Lease(need, lane.gpu)
-            # Exclusive: queue on the lane with the least ahead of it, then wait for it to empty.
+            # Exclusive: queue on the lane with the least ahead of it; run when it is empty and
+            # no shared job wants it, or drain it once max_defer has passed.
             lane = min(self._lanes, key=lambda lane: (lane.exclusive_waiting + lane.exclusive, lane.shared))
             lane.exclusive_waiting += 1
-            self._changed.wait_for(lambda: not lane.exclusive and lane.shared == 0)
+            deadline = time.monotonic() + self.max_defer
+            while True:
+                now = time.monotonic()
+                if now >= deadline and not lane.draining:
+                    lane.draining = True
+                    self._changed.notify_all()
+                idle = not lane.exclusive and lane.shared == 0
+                if idle and (lane.draining or self._shared_waiting == 0):
+                    break
+                self._changed.wait(timeout=None if lane.draining else max(deadline - now, 0.01))
             lane.exclusive_waiting -= 1
             lane.exclusive = True
             self._count(need, sum(lane.exclusive for lane in self._lanes))
@@ -135,7 +154,7 @@ class Scheduler:
         open_lanes = [
             lane
             for lane in self._lanes
-            if not lane.exclusive and lane.exclusive_waiting == 0 and lane.shared < self.gpu_slots
+            if not lane.exclusive and not lane.draining and lane.shared < self.gpu_slots
         ]
         return min(open_lanes, key=lambda lane: lane.shared) if open_lanes else None
 
@@ -149,6 +168,8 @@ class Scheduler:
                     lane.shared -= 1
                 else:
                     lane.exclusive = False
+                    if lane.exclusive_waiting == 0:
+                        lane.draining = False  # the batch is done: shared jobs resume
             self._changed.notify_all()
 
     def _count(self, need: Need, now: int) -> None:

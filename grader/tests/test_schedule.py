@@ -64,7 +64,7 @@ def test_cpu_and_shared_gpu_slots_are_honoured_and_filled():
 
 
 def test_an_exclusive_job_never_overlaps_anything_on_its_gpu():
-    scheduler = Scheduler(cpu_slots=2, gpus=["0", "1"], gpu_slots=3)
+    scheduler = Scheduler(cpu_slots=2, gpus=["0", "1"], gpu_slots=3, max_defer=0.05)
     needs = ([Need.GPU_SHARED] * 5 + [Need.GPU_EXCLUSIVE] + [Need.CPU]) * 6
     spans = run_jobs(scheduler, needs, seconds=0.03)
     for need, gpu, start, end in spans:
@@ -75,8 +75,18 @@ def test_an_exclusive_job_never_overlaps_anything_on_its_gpu():
     assert {gpu for need, gpu, *_ in spans if need is not Need.CPU} == {"0", "1"}  # both lanes work
 
 
+def test_exclusive_jobs_wait_for_the_queued_shared_ones_and_then_run_as_one_batch():
+    scheduler = Scheduler(cpu_slots=1, gpus=["0"], gpu_slots=2, max_defer=30)
+    start = time.monotonic()
+    spans = run_jobs(scheduler, [Need.GPU_SHARED] * 6 + [Need.GPU_EXCLUSIVE] * 3 + [Need.GPU_SHARED] * 6)
+    last_shared_end = max(end for need, _, _, end in spans if need is Need.GPU_SHARED)
+    exclusive_starts = [s for need, _, s, _ in spans if need is Need.GPU_EXCLUSIVE]
+    assert min(exclusive_starts) >= last_shared_end  # one drain for the three of them
+    assert time.monotonic() - start < 5  # the GPU falling idle let them run, not the deadline
+
+
 def test_exclusive_jobs_are_not_starved_by_a_stream_of_shared_ones():
-    scheduler = Scheduler(cpu_slots=1, gpus=["0"], gpu_slots=2)
+    scheduler = Scheduler(cpu_slots=1, gpus=["0"], gpu_slots=2, max_defer=0.2)
     stop = threading.Event()
 
     def stream() -> None:
