@@ -119,6 +119,18 @@ def score_differences(a: dict[str, SubmissionScore], b: dict[str, SubmissionScor
     return lines
 
 
+def slowest_tests(scores: dict[str, SubmissionScore], most: int = 10) -> list[tuple[str, float, int]]:
+    """(lab and test name, seconds summed over submissions, runs), the costliest first."""
+    totals: dict[str, list[float]] = {}
+    for score in scores.values():
+        for lab in score.labs:
+            for test in lab.tests:
+                if test.status != "not_built":
+                    totals.setdefault(f"lab{lab.lab_id}: {test.name}", []).append(test.duration)
+    ranked = sorted(((name, sum(times), len(times)) for name, times in totals.items()), key=lambda row: -row[1])
+    return ranked[:most]
+
+
 def format_passes(passes: list[Pass]) -> str:
     header = ("pass", "student-labs", "wall s", "per minute", "build s", "test processes s", "compiles", "links", "most at once")
     rows = [header] + [
@@ -163,6 +175,9 @@ def run_bench(
     engine = passes[-1]
     print("\n" + format_passes(passes + repeats))
     print(f"\nharness (configure and build once per run): {engine.harness:.1f} s")
+    print("\nwhere the test processes' time went (engine pass, summed over submissions):")
+    for name, seconds, count in slowest_tests(engine.scores):
+        print(f"  {seconds:7.1f} s  {count:3d} runs  {name}")
     report: dict = {"passes": [_pass_json(p) for p in passes + repeats]}
     if serial:
         differences = score_differences(passes[0].scores, engine.scores)

@@ -238,7 +238,8 @@ def run_check(kit: Kit, args: argparse.Namespace) -> int:
     build, run = _configs(args)
     build_dir = Path(args.build_dir)
     build_dir = build_dir if build_dir.is_absolute() else kit.root / build_dir
-    result = check_lab(kit, lab, build_dir, build, run, gpu_slots=args.gpu_slots)
+    gpus = [gpu.strip() for gpu in args.gpus.split(",") if gpu.strip()] if args.gpus else None
+    result = check_lab(kit, lab, build_dir, build, run, slots=(args.jobs, gpus, args.gpu_slots))
     print("\n".join(result.lines))
     notice = _skip_notice_from_lines(result.lines)
     if notice:

@@ -328,7 +328,7 @@ def check_lab(
     build: BuildConfig,
     run: RunConfig,
     log: Callable[[str], None] = print,
-    gpu_slots: int = 4,
+    slots: tuple[int, list[str] | None, int] = (os.cpu_count() or 2, None, GradeOptions.gpu_slots),
 ) -> CheckResult:
     """Builds the student's kit in place and runs the lab's visible tests, gradelib style."""
     log(f"building {lab.executable} in {build_dir} (your kernels: -DKIT_KERNELS={build.kernels}) ...")
@@ -341,7 +341,8 @@ def check_lab(
         ]
         return CheckResult(lines, earned_all=False)
     run_dir = Path(tempfile.mkdtemp(prefix="check-", dir=build_dir))
-    scheduler = Scheduler(os.cpu_count() or 2, visible_gpus(), gpu_slots)
+    cpu_slots, gpus, gpu_slots = slots  # as --jobs, --gpus and --gpu-slots say
+    scheduler = Scheduler(cpu_slots, visible_gpus() if gpus is None else gpus, gpu_slots)
     try:
         listed = {test.name: test for test in list_tests(result.exe_path, run_dir, run)}
         check_rubric_against_listing(lab, set(listed), has_hidden_tests=kit.has_solutions)

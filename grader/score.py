@@ -25,6 +25,7 @@ class TestScore:
     hints: list[str] = field(default_factory=list)  # the failure's hint lines, then the rubric's hint
     details: list[str] = field(default_factory=list)  # the failure messages Catch2 reported
     metrics: dict[str, float] = field(default_factory=dict)
+    duration: float = 0.0  # seconds its process ran (the grader's benchmark sums them)
 
     @property
     def full_marks(self) -> bool:
@@ -88,6 +89,7 @@ def score_test(test: RubricTest, outcome: Outcome) -> TestScore:
         visibility=test.visibility,
         metrics=dict(outcome.metrics),
         details=outcome.messages[:MESSAGES_KEPT],
+        duration=round(outcome.duration, 3),
     )
     if outcome.status == "passed":
         score.points = test.points

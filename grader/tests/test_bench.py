@@ -1,0 +1,38 @@
+"""bench.py on the fake kit: distinct copies, serial and engine passes, and the comparison."""
+
+import json
+
+from grader.bench import run_bench, score_differences, synthetic_class
+from grader.score import LabScore, SubmissionScore, TestScore
+
+
+def test_copies_differ_so_that_the_cache_shares_nothing(fake_kit):
+    students = synthetic_class(fake_kit.kit, list(fake_kit.kit.labs), copies=2)
+    ids = [student.student_id for student in students]
+    assert ids == ["reference-copy1", "lab02-broken-copy1", "lab02-transposed-copy1",
+                   "reference-copy2", "lab02-broken-copy2", "lab02-transposed-copy2"]
+    first, second = students[0].files, students[3].files
+    assert first.keys() == second.keys() and all(first[path] != second[path] for path in first)
+    assert [lab.id for lab in students[1].labs] == ["02"]  # a mutant is graded on its own lab
+
+
+def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_path, capsys):
+    options = fake_kit.options()
+    assert run_bench(fake_kit.kit, options, copies=1, serial=True, repeat=1, only=None, out=tmp_path) == 0
+    shown = capsys.readouterr().out
+    assert "scores identical to serial grading: yes" in shown
+    assert "every score the same every time" in shown
+    report = json.loads((tmp_path / "bench.json").read_text())
+    assert [p["name"] for p in report["passes"]] == ["serial", "engine", "engine again (1)"]
+    assert report["passes"][0]["most_at_once"].get("cpu", 0) == 1  # serial means one at a time
+    assert report["passes"][1]["totals"]["reference-copy1"] == 60
+
+
+def test_a_changed_point_is_reported_with_its_test_and_metric():
+    def one(points):
+        test = TestScore("speed", points, 10, "passed", metrics={"time_ratio": 2.0})
+        return {"s": SubmissionScore("s", labs=[LabScore("02", "02_demo", "Demo", [test])])}
+
+    assert score_differences(one(10), one(10)) == []
+    (line,) = score_differences(one(10), one(6.5))
+    assert "s lab02 'speed': 10 vs 6.5" in line and "time_ratio" in line
