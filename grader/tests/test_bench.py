@@ -3,7 +3,8 @@
 import json
 
 from grader.bench import run_bench, score_differences, synthetic_class
-from grader.score import LabScore, SubmissionScore, TestScore
+from grader import score as scoring
+from grader.score import LabScore, SubmissionScore
 
 
 def test_copies_differ_so_that_the_cache_shares_nothing(fake_kit):
@@ -30,7 +31,7 @@ def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_p
 
 def test_a_changed_point_is_reported_with_its_test_and_metric():
     def one(points):
-        test = TestScore("speed", points, 10, "passed", metrics={"time_ratio": 2.0})
+        test = scoring.TestScore("speed", points, 10, "passed", metrics={"time_ratio": 2.0})
         return {"s": SubmissionScore("s", labs=[LabScore("02", "02_demo", "Demo", [test])])}
 
     assert score_differences(one(10), one(10)) == []
