@@ -113,40 +113,31 @@ def prepare_harness(
     config = harness_config(config)
     build_dir.mkdir(parents=True, exist_ok=True)
     progress(f"configuring the harness in {build_dir}")
-    configured = run_limited(
-        configure_command(kit.root, build_dir, config),
-        cwd=kit.root,
-        timeout=config.timeout,
-        output_limit=BUILD_OUTPUT_LIMIT,
+    duration = _kit_step(
+        kit, configure_command(kit.root, build_dir, config), config.timeout,
+        "kit problem: CMake could not configure the kit for grading (not a student's fault):\n",
     )
-    if configured.timed_out or configured.returncode != 0:
-        raise GraderError(
-            "kit problem: CMake could not configure the kit for grading (not a student's fault):\n"
-            + trim_log(configured.output, kit.root)
-        )
     progress("building the harness: the kit's tests, references and skeletons, once for the run")
-    built = run_limited(
-        [config.cmake, "--build", str(build_dir), "-j", str(config.jobs)],
-        cwd=kit.root,
-        timeout=config.timeout,
-        output_limit=BUILD_OUTPUT_LIMIT,
+    duration += _kit_step(
+        kit, [config.cmake, "--build", str(build_dir), "-j", str(config.jobs)], config.timeout,
+        "kit problem: the kit's own build failed, so nothing can be graded; run make build to see why:\n",
     )
-    if built.timed_out or built.returncode != 0:
-        raise GraderError(
-            "kit problem: the kit's own build failed, so nothing can be graded; run make build "
-            "to see why:\n" + trim_log(built.output, kit.root)
-        )
     compiles = _read_compile_commands(build_dir)
     links = _read_link_records(build_dir / LINK_RECORDS)
     lab_harnesses = {
         lab.id: _lab_harness(kit, lab, build_dir, compiles, links, run_config) for lab in labs
     }
-    fingerprint = hashlib.sha256(
-        json.dumps(
-            [[list(recipe.argv) for recipe in h.compiles + h.links] for h in lab_harnesses.values()]  # type: ignore[operator]
-        ).encode()
-    ).hexdigest()[:16]
-    return Harness(build_dir, lab_harnesses, fingerprint, configured.duration + built.duration)
+    recipes = [[list(r.argv) for r in (*h.compiles, *h.links)] for h in lab_harnesses.values()]
+    fingerprint = hashlib.sha256(json.dumps(recipes).encode()).hexdigest()[:16]
+    return Harness(build_dir, lab_harnesses, fingerprint, duration)
+
+
+def _kit_step(kit: Kit, command: list[str], timeout: float, failure: str) -> float:
+    """Runs one CMake step on the kit; its seconds, or GraderError with the trimmed log."""
+    done = run_limited(command, cwd=kit.root, timeout=timeout, output_limit=BUILD_OUTPUT_LIMIT)
+    if done.timed_out or done.returncode != 0:
+        raise GraderError(failure + trim_log(done.output, kit.root))
+    return done.duration
 
 
 def _read_compile_commands(build_dir: Path) -> list[dict]:
