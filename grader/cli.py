@@ -179,7 +179,8 @@ def _add_limits(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=os.cpu_count() or 2,
         metavar="N",
-        help="CPU slots: compiles, links and CPU-only tests at once (default: the CPU count)",
+        help="CPU slots: processes at once, compiles, links and tests (a GPU test also takes a GPU "
+        "slot) (default: the CPU count)",
     )
     parser.add_argument(
         "--gpus",
