@@ -35,7 +35,9 @@ class SyntheticStudent:
     labs: list[Lab]
 
 
-def synthetic_class(kit: Kit, labs: list[Lab], copies: int, only: list[str] | None = None) -> list[SyntheticStudent]:
+def synthetic_class(
+    kit: Kit, labs: list[Lab], copies: int, only: list[str] | None = None
+) -> list[SyntheticStudent]:
     students = sample_students(kit, labs, mutant_lab_only=True)
     if only:
         unknown = sorted(set(only) - {student.student_id for student in students})
@@ -77,7 +79,10 @@ class Pass:
 def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[SyntheticStudent]) -> Pass:
     by_id = {student.student_id: student for student in students}
     jobs = [
-        (student.student_id, (lambda student=student: submission_from_files(student.student_id, student.files, kit)))
+        (
+            student.student_id,
+            (lambda student=student: submission_from_files(student.student_id, student.files, kit)),
+        )
         for student in students
     ]
     progress = PlainProgress(stages=False)
@@ -127,12 +132,24 @@ def slowest_tests(scores: dict[str, SubmissionScore], most: int = 10) -> list[tu
             for test in lab.tests:
                 if test.status != "not_built":
                     totals.setdefault(f"lab{lab.lab_id}: {test.name}", []).append(test.duration)
-    ranked = sorted(((name, sum(times), len(times)) for name, times in totals.items()), key=lambda row: -row[1])
+    ranked = sorted(
+        ((name, sum(times), len(times)) for name, times in totals.items()), key=lambda row: -row[1]
+    )
     return ranked[:most]
 
 
 def format_passes(passes: list[Pass]) -> str:
-    header = ("pass", "student-labs", "wall s", "per minute", "build s", "test processes s", "compiles", "links", "most at once")
+    header = (
+        "pass",
+        "student-labs",
+        "wall s",
+        "per minute",
+        "build s",
+        "test processes s",
+        "compiles",
+        "links",
+        "most at once",
+    )
     rows = [header] + [
         (
             p.name,
@@ -148,13 +165,21 @@ def format_passes(passes: list[Pass]) -> str:
         for p in passes
     ]
     widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
 
 
 def run_bench(
-    kit: Kit, options: GradeOptions, copies: int, serial: bool, repeat: int, only: list[str] | None, out: Path | None
+    kit: Kit,
+    options: GradeOptions,
+    copies: int,
+    serial: bool,
+    repeat: int,
+    only: list[str] | None,
+    out: Path | None,
 ) -> int:
     students = synthetic_class(kit, options.labs, copies, only)
     print(
@@ -165,7 +190,9 @@ def run_bench(
         options = replace(options, work_root=Path(work))
         passes = []
         if serial:
-            passes.append(grade_pass(kit, "serial", replace(options, cpu_slots=1, gpu_slots=1, in_flight=1), students))
+            passes.append(
+                grade_pass(kit, "serial", replace(options, cpu_slots=1, gpu_slots=1, in_flight=1), students)
+            )
         passes.append(grade_pass(kit, "engine", options, students))
         print(_pass_line(passes[-1], None), flush=True)
         repeats = []
@@ -189,10 +216,16 @@ def run_bench(
         report["identical_to_serial"] = not differences
         report["differences"] = differences
     if repeats:
-        unstable = sorted({line.split(" ", 1)[0] for r in repeats for line in score_differences(engine.scores, r.scores)})
+        unstable = sorted(
+            {line.split(" ", 1)[0] for r in repeats for line in score_differences(engine.scores, r.scores)}
+        )
         print(
             f"the same {len(students)} submissions graded {repeat + 1} times: "
-            + ("every score the same every time" if not unstable else f"{len(unstable)} changed: {', '.join(unstable)}")
+            + (
+                "every score the same every time"
+                if not unstable
+                else f"{len(unstable)} changed: {', '.join(unstable)}"
+            )
         )
         for r in repeats:
             for line in score_differences(engine.scores, r.scores):
@@ -207,7 +240,8 @@ def run_bench(
 
 def _pass_line(p: Pass, first: Pass | None) -> str:
     """A line as each pass ends, so that a run cut short still tells what it measured."""
-    line = f"pass done: {p.name}: {p.student_labs} student-labs in {p.wall:.1f} s ({p.per_minute:.1f} per minute)"
+    line = f"pass done: {p.name}: {p.student_labs} student-labs in {p.wall:.1f} s"
+    line += f" ({p.per_minute:.1f} per minute)"
     if first is not None:
         same = not score_differences(first.scores, p.scores)
         line += f"; scores {'the same as' if same else 'DIFFERENT from'} the first engine pass"

@@ -246,7 +246,11 @@ def build_submission_lab(
             objects.append(obj)
     if errors:
         return BuildResult(
-            lab.id, False, "\n".join(errors), None, f"{lab.tag} did not compile",
+            lab.id,
+            False,
+            "\n".join(errors),
+            None,
+            f"{lab.tag} did not compile",
             duration=time.monotonic() - start,
         )
     executables: dict[str, Path] = {}
@@ -256,12 +260,20 @@ def build_submission_lab(
             # The student's objects link against the kit's: a missing or doubly defined symbol
             # is theirs (a kernel renamed, a function left out).
             return BuildResult(
-                lab.id, False, log, None, f"{lab.tag} compiled but did not link ({recipe.executable})",
+                lab.id,
+                False,
+                log,
+                None,
+                f"{lab.tag} compiled but did not link ({recipe.executable})",
                 duration=time.monotonic() - start,
             )
         executables[recipe.executable] = exe
     return BuildResult(
-        lab.id, True, "", executables[lab.executable], executables=executables,
+        lab.id,
+        True,
+        "",
+        executables[lab.executable],
+        executables=executables,
         duration=time.monotonic() - start,
     )
 

@@ -37,8 +37,12 @@ def draw_charts(lab: Lab, source: Path, build_dir: Path, out_dir: Path, config: 
     student's failure."""
     if lab.charts is None:
         return Charts()
-    built = run_limited(build_command(build_dir, lab.charts.target, config), cwd=source,
-                        timeout=config.timeout, output_limit=CHART_OUTPUT_LIMIT)
+    built = run_limited(
+        build_command(build_dir, lab.charts.target, config),
+        cwd=source,
+        timeout=config.timeout,
+        output_limit=CHART_OUTPUT_LIMIT,
+    )
     if built.timed_out or built.returncode != 0:
         return Charts(note=f"charts not drawn: {lab.charts.target} did not build")
     return plot_charts(lab, source, build_dir / "bin" / lab.charts.target, out_dir)
@@ -50,7 +54,16 @@ def plot_charts(lab: Lab, kit_root: Path, program: Path, out_dir: Path) -> Chart
     assert lab.charts is not None
     script = kit_root / "labs" / lab.slug / lab.charts.script
     out_dir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, str(script), "--curves", str(program), "--build", str(out_dir), "--out", str(out_dir)]
+    command = [
+        sys.executable,
+        str(script),
+        "--curves",
+        str(program),
+        "--build",
+        str(out_dir),
+        "--out",
+        str(out_dir),
+    ]
     drawn = run_limited(command, cwd=out_dir, timeout=CHART_TIMEOUT, output_limit=CHART_OUTPUT_LIMIT)
     if drawn.returncode == MISSING_MATPLOTLIB:
         return Charts(note="charts not drawn: matplotlib is not installed where the grader runs")

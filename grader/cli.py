@@ -8,11 +8,11 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from .bench import run_bench
 from .build import BuildConfig
 from .collect import find_submissions
 from .errors import GraderError
 from .handout import generate, make_student_kit
-from .bench import run_bench
 from .pipeline import GradeOptions, check_lab, grade_class, grade_sample_class
 from .progress import make_progress
 from .report import gpu_skip_notice, lab_feedback_lines
@@ -124,12 +124,20 @@ def build_parser() -> argparse.ArgumentParser:
         "every score matched (grader/bench.py).",
     )
     bench.add_argument("--labs", metavar="LIST", help="comma-separated labs (default: all)")
-    bench.add_argument("--copies", type=int, default=1, metavar="N", help="copies of the sample students (default: 1)")
+    bench.add_argument(
+        "--copies", type=int, default=1, metavar="N", help="copies of the sample students (default: 1)"
+    )
     bench.add_argument("--no-serial", action="store_true", help="skip the serial pass")
     bench.add_argument(
-        "--repeat", type=int, default=0, metavar="K", help="grade K more times with the engine and compare the scores"
+        "--repeat",
+        type=int,
+        default=0,
+        metavar="K",
+        help="grade K more times with the engine and compare the scores",
     )
-    bench.add_argument("--only", metavar="IDS", help="comma-separated sample students, e.g. reference,lab03-no_shared_memory")
+    bench.add_argument(
+        "--only", metavar="IDS", help="comma-separated sample students, e.g. reference,lab03-no_shared_memory"
+    )
     bench.add_argument("--out", metavar="DIR", type=Path, help="write bench.json there")
     bench.add_argument("--work-dir", metavar="DIR", help=argparse.SUPPRESS)
     bench.add_argument("--keep-work", action="store_true", help=argparse.SUPPRESS)

@@ -114,19 +114,21 @@ def prepare_harness(
     build_dir.mkdir(parents=True, exist_ok=True)
     progress(f"configuring the harness in {build_dir}")
     duration = _kit_step(
-        kit, configure_command(kit.root, build_dir, config), config.timeout,
+        kit,
+        configure_command(kit.root, build_dir, config),
+        config.timeout,
         "kit problem: CMake could not configure the kit for grading (not a student's fault):\n",
     )
     progress("building the harness: the kit's tests, references and skeletons, once for the run")
     duration += _kit_step(
-        kit, [config.cmake, "--build", str(build_dir), "-j", str(config.jobs)], config.timeout,
+        kit,
+        [config.cmake, "--build", str(build_dir), "-j", str(config.jobs)],
+        config.timeout,
         "kit problem: the kit's own build failed, so nothing can be graded; run make build to see why:\n",
     )
     compiles = _read_compile_commands(build_dir)
     links = _read_link_records(build_dir / LINK_RECORDS)
-    lab_harnesses = {
-        lab.id: _lab_harness(kit, lab, build_dir, compiles, links, run_config) for lab in labs
-    }
+    lab_harnesses = {lab.id: _lab_harness(kit, lab, build_dir, compiles, links, run_config) for lab in labs}
     recipes = [[list(r.argv) for r in (*h.compiles, *h.links)] for h in lab_harnesses.values()]
     fingerprint = hashlib.sha256(json.dumps(recipes).encode()).hexdigest()[:16]
     return Harness(build_dir, lab_harnesses, fingerprint, duration)
@@ -183,7 +185,9 @@ def _lab_harness(
         argv = _argv(entry)
         if file.parent == lab_dir and file.name in lab.student_files:
             output = argv[argv.index("-o") + 1] if "-o" in argv else entry.get("output", "")
-            compiles.append(CompileRecipe(file.name, tuple(argv), Path(entry["directory"]), entry["file"], output))
+            compiles.append(
+                CompileRecipe(file.name, tuple(argv), Path(entry["directory"]), entry["file"], output)
+            )
             continue
         # The tests' compile definitions name their data file and their probe.
         for arg in argv:
@@ -211,7 +215,11 @@ def _lab_harness(
     compiled = {recipe.name for recipe in compiles} | set(data_files.values())
     missing = [name for name in lab.student_files if name not in compiled]
     if missing or not any(link.executable == lab.executable for link in links):
-        what = f"no compile command for {', '.join(missing)}" if missing else f"no link record for {lab.executable}"
+        what = (
+            f"no compile command for {', '.join(missing)}"
+            if missing
+            else f"no link record for {lab.executable}"
+        )
         return replace(harness, problem=f"kit problem, not yours: the harness build has {what}")
     exe = build_dir / "bin" / lab.executable
     try:

@@ -88,7 +88,12 @@ class Engine:
         if self._harness is None:
             build_dir = self.options.harness_dir or self.kit.root / "build" / "harness"
             self._harness = prepare_harness(
-                self.kit, self.options.labs, build_dir, self.options.build, self.options.run, self.progress.log
+                self.kit,
+                self.options.labs,
+                build_dir,
+                self.options.build,
+                self.options.run,
+                self.progress.log,
             )
             self.timings["harness"] = self._harness.duration
         return self._harness
@@ -121,7 +126,9 @@ class Engine:
             self.progress.stage(student, "staging")
             stage = stage_submission(submission, labs, work_dir)
             for lab in labs:
-                score.labs.append(self._grade_lab(harness, harness.labs[lab.id], submission, stage.work_dir, score))
+                score.labs.append(
+                    self._grade_lab(harness, harness.labs[lab.id], submission, stage.work_dir, score)
+                )
         except GraderError as error:
             score.error = str(error)
         except Exception as error:  # a grader bug must not lose the other students' grades
@@ -136,7 +143,12 @@ class Engine:
         return score
 
     def _grade_lab(
-        self, harness: Harness, lab_harness: LabHarness, submission: Submission, work_dir: Path, score: SubmissionScore
+        self,
+        harness: Harness,
+        lab_harness: LabHarness,
+        submission: Submission,
+        work_dir: Path,
+        score: SubmissionScore,
     ) -> LabScore:
         lab = lab_harness.lab
         if lab_harness.problem:
@@ -151,12 +163,20 @@ class Engine:
         self._add_time("build", build.duration)
         if not build.ok or build.exe_path is None:
             return score_lab(lab, build, {})
-        env = {variable: str(work_dir / "labs" / lab.slug / name) for variable, name in lab_harness.data_files}
+        env = {
+            variable: str(work_dir / "labs" / lab.slug / name) for variable, name in lab_harness.data_files
+        }
         if lab_harness.probe and lab_harness.probe in build.executables:
             env["KIT_PROBE_PATH"] = str(build.executables[lab_harness.probe])
         tests = [test for test in lab_harness.tests if lab.test(test.name) is not None]
         outcomes = run_tests(
-            build.exe_path, tests, work_dir, self.options.run, self.scheduler, self.pool, env,
+            build.exe_path,
+            tests,
+            work_dir,
+            self.options.run,
+            self.scheduler,
+            self.pool,
+            env,
             lambda what: self.progress.stage(submission.student_id, f"{lab.tag}: {what}"),
         )
         self._add_time("test_processes", sum(outcome.duration for outcome in outcomes.values()))
@@ -169,7 +189,9 @@ class Engine:
         return lab_score
 
     def grade_all(
-        self, jobs: list[tuple[str, Callable[[], Submission]]], labs_for: Callable[[str], list[Lab]] | None = None,
+        self,
+        jobs: list[tuple[str, Callable[[], Submission]]],
+        labs_for: Callable[[str], list[Lab]] | None = None,
         done: Callable[[SubmissionScore], None] | None = None,
     ) -> dict[str, SubmissionScore]:
         """Grades (student id, how to collect it) jobs, `in_flight` at a time; `done` is called
@@ -184,7 +206,9 @@ class Engine:
             except GraderError as error:
                 score.error = str(error)
             except Exception as error:
-                score.error = f"internal grader error: {type(error).__name__}: {error}\n{traceback.format_exc()}"
+                score.error = (
+                    f"internal grader error: {type(error).__name__}: {error}\n{traceback.format_exc()}"
+                )
             _fill_ungraded_labs(score, labs_for(student_id) if labs_for else self.options.labs)
             if done is not None:
                 done(score)
@@ -192,7 +216,9 @@ class Engine:
 
         self.harness()  # once, before anything runs: a kit that does not build stops the run here
         with ThreadPoolExecutor(max_workers=self.in_flight) as submissions:
-            futures = {student_id: submissions.submit(one, student_id, collect) for student_id, collect in jobs}
+            futures = {
+                student_id: submissions.submit(one, student_id, collect) for student_id, collect in jobs
+            }
             return {student_id: future.result() for student_id, future in futures.items()}
 
 
@@ -249,7 +275,9 @@ def grade_class(
         # Otter-style: the results file is written whatever happened in grading.
         write_submission_report(out_dir / score.student_id, score)
         line = f"{format_points(score.points)}/{format_points(score.max_points)}"
-        progress.finished(score.student_id, line + ("  (the grader failed: see summary.txt)" if score.error else ""))
+        progress.finished(
+            score.student_id, line + ("  (the grader failed: see summary.txt)" if score.error else "")
+        )
 
     jobs = [
         (student_id, (lambda path=path, student_id=student_id: collect_submission(path, kit, student_id)))
@@ -349,7 +377,9 @@ def check_lab(
         visible = [test for test in lab.tests if test.visibility == "visible"]
         log(f"running {len(visible)} visible tests of lab {lab.id} ...")
         with ThreadPoolExecutor(max_workers=max(8, 2 * scheduler.total_slots)) as pool:
-            outcomes = run_tests(result.exe_path, [listed[test.name] for test in visible], run_dir, run, scheduler, pool)
+            outcomes = run_tests(
+                result.exe_path, [listed[test.name] for test in visible], run_dir, run, scheduler, pool
+            )
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     lines: list[str] = []
@@ -362,7 +392,9 @@ def check_lab(
     if lab.charts is not None:
         charts_dir = build_dir / "plots" / lab.tag
         drawn = draw_charts(lab, kit.root, build_dir, charts_dir, build)
-        lines.append(drawn.note or f"charts of your code: {', '.join(str(charts_dir / name) for name in drawn.files)}")
+        lines.append(
+            drawn.note or f"charts of your code: {', '.join(str(charts_dir / name) for name in drawn.files)}"
+        )
     total = _visible_max(lab)
     lines.append(f"Score: {format_points(round(earned, 2))}/{format_points(total)}")
     hidden = sum(test.points for test in lab.tests if test.visibility != "visible")

@@ -87,8 +87,12 @@ class RichProgress:
         self._group, self._table_type = Group, Table
         self.console = Console()
         self.bar = Bar(
-            TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TextColumn("time left"),
-            TimeRemainingColumn(), console=self.console,
+            TextColumn("grading"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("time left"),
+            TimeRemainingColumn(),
+            console=self.console,
         )
         self.task = self.bar.add_task("grading", total=1)
         self.running: dict[str, str] = {}

@@ -53,9 +53,7 @@ def visible_gpus() -> list[str]:
     if given is not None:
         return [entry.strip() for entry in given.split(",") if entry.strip() and entry.strip() != "-1"]
     try:
-        listed = subprocess.run(
-            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=False
-        )
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return []
     if listed.returncode != 0:

@@ -148,12 +148,16 @@ class ValidateReport:
 
 def run_validate(kit: Kit, options: GradeOptions, progress: Progress | None = None) -> ValidateReport:
     """Grades the sample students (a mutant on its own lab only) with one engine, concurrently."""
-    students = {student.student_id: student for student in sample_students(kit, options.labs, mutant_lab_only=True)}
+    students = {
+        student.student_id: student for student in sample_students(kit, options.labs, mutant_lab_only=True)
+    }
     progress = progress or PlainProgress()
     progress.start(len(students), 0)
 
     def done(score: SubmissionScore) -> None:
-        progress.finished(score.student_id, f"{format_points(score.points)}/{format_points(score.max_points)}")
+        progress.finished(
+            score.student_id, f"{format_points(score.points)}/{format_points(score.max_points)}"
+        )
 
     jobs = [
         (student_id, (lambda student=student: submission_from_files(student.student_id, student.files, kit)))

@@ -2,16 +2,22 @@
 
 import json
 
-from grader.bench import run_bench, score_differences, synthetic_class
 from grader import score as scoring
+from grader.bench import run_bench, score_differences, synthetic_class
 from grader.score import LabScore, SubmissionScore
 
 
 def test_copies_differ_so_that_the_cache_shares_nothing(fake_kit):
     students = synthetic_class(fake_kit.kit, list(fake_kit.kit.labs), copies=2)
     ids = [student.student_id for student in students]
-    assert ids == ["reference-copy1", "lab02-broken-copy1", "lab02-transposed-copy1",
-                   "reference-copy2", "lab02-broken-copy2", "lab02-transposed-copy2"]
+    assert ids == [
+        "reference-copy1",
+        "lab02-broken-copy1",
+        "lab02-transposed-copy1",
+        "reference-copy2",
+        "lab02-broken-copy2",
+        "lab02-transposed-copy2",
+    ]
     first, second = students[0].files, students[3].files
     assert first.keys() == second.keys() and all(first[path] != second[path] for path in first)
     assert [lab.id for lab in students[1].labs] == ["02"]  # a mutant is graded on its own lab

@@ -22,7 +22,9 @@ from grader.schedule import Scheduler
 
 def harness_for(fake_kit, tmp_path, config=None):
     options = fake_kit.options()
-    return prepare_harness(fake_kit.kit, list(fake_kit.kit.labs), tmp_path / "harness", config or options.build, options.run)
+    return prepare_harness(
+        fake_kit.kit, list(fake_kit.kit.labs), tmp_path / "harness", config or options.build, options.run
+    )
 
 
 def cache_for(fake_kit, tmp_path):
@@ -133,7 +135,9 @@ def test_a_compile_error_costs_only_its_lab_and_names_only_the_students_file(fak
 def test_a_link_error_is_the_students_and_says_so(fake_kit, tmp_path):
     harness = harness_for(fake_kit, tmp_path)
     cache = cache_for(fake_kit, tmp_path)
-    result = build_submission_lab(harness.labs["02"], harness.fingerprint, {"demo.cu": b"// FAKE-LINK-ERROR\n"}, cache)
+    result = build_submission_lab(
+        harness.labs["02"], harness.fingerprint, {"demo.cu": b"// FAKE-LINK-ERROR\n"}, cache
+    )
     assert not result.ok and "did not link" in result.problem
     assert "undefined reference" in result.log_tail
 
@@ -141,7 +145,9 @@ def test_a_link_error_is_the_students_and_says_so(fake_kit, tmp_path):
 def test_a_compile_past_its_time_limit_is_stopped(fake_kit, tmp_path):
     harness = harness_for(fake_kit, tmp_path)
     cache = BuildCache(tmp_path / "cache", Scheduler(1, [], 1), BuildConfig(timeout=0.5))
-    result = build_submission_lab(harness.labs["02"], harness.fingerprint, {"demo.cu": b"// FAKE-COMPILE-HANG\n"}, cache)
+    result = build_submission_lab(
+        harness.labs["02"], harness.fingerprint, {"demo.cu": b"// FAKE-COMPILE-HANG\n"}, cache
+    )
     assert not result.ok and "stopped after" in result.log_tail
 
 

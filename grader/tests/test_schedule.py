@@ -30,7 +30,9 @@ def test_a_tests_tags_say_which_slot_it_needs():
     assert need_for_tags(("lab02", "resources", "gpu")) is Need.GPU_EXCLUSIVE
 
 
-def run_jobs(scheduler: Scheduler, needs: list[Need], seconds: float = 0.05) -> list[tuple[Need, str | None, float, float]]:
+def run_jobs(
+    scheduler: Scheduler, needs: list[Need], seconds: float = 0.05
+) -> list[tuple[Need, str | None, float, float]]:
     """Runs one job per need at once; returns (need, gpu, start, end) for each."""
     spans = []
     lock = threading.Lock()
@@ -48,7 +50,9 @@ def run_jobs(scheduler: Scheduler, needs: list[Need], seconds: float = 0.05) -> 
 
 
 def most_at_once(spans, keep) -> int:
-    events = sorted([(s, 1) for n, g, s, e in spans if keep(n, g)] + [(e, -1) for n, g, s, e in spans if keep(n, g)])
+    events = sorted(
+        [(s, 1) for n, g, s, e in spans if keep(n, g)] + [(e, -1) for n, g, s, e in spans if keep(n, g)]
+    )
     now = best = 0
     for _, step in events:
         now += step
@@ -145,9 +149,11 @@ def test_without_a_gpu_gpu_jobs_take_cpu_slots():
 def test_test_processes_get_their_lanes_gpu_and_exclusive_ones_run_alone(tmp_path):
     log = tmp_path / "spans.txt"
     tests = [
-        {"name": f"shared {i}", "tags": "[lab02][correctness][gpu]", "behaviour": f"record:{log}"} for i in range(8)
+        {"name": f"shared {i}", "tags": "[lab02][correctness][gpu]", "behaviour": f"record:{log}"}
+        for i in range(8)
     ] + [
-        {"name": f"timed {i}", "tags": "[lab02][performance][gpu]", "behaviour": f"record:{log}"} for i in range(2)
+        {"name": f"timed {i}", "tags": "[lab02][performance][gpu]", "behaviour": f"record:{log}"}
+        for i in range(2)
     ]
     exe = write_fake_catch2(tmp_path / "bin", "lab02_tests", tests)
     listed = [ListedTest(t["name"], tuple(t["tags"].strip("[]").split("]["))) for t in tests]
@@ -200,25 +206,53 @@ def grade_command(fake_kit, klass: Path, out: Path) -> list[str]:
         " RunConfig(timeout=10));"
         "sys.exit(cli.main(sys.argv[1:]))"
     )
-    return [sys.executable, "-c", code, "grade", "--kit", str(fake_kit.root), "--out", str(out), "--jobs", "2",
-            "--gpus", "0", "--gpu-slots", "2", "--work-dir", str(klass.parent / "work"), str(klass)]
+    return [
+        sys.executable,
+        "-c",
+        code,
+        "grade",
+        "--kit",
+        str(fake_kit.root),
+        "--out",
+        str(out),
+        "--jobs",
+        "2",
+        "--gpus",
+        "0",
+        "--gpu-slots",
+        "2",
+        "--work-dir",
+        str(klass.parent / "work"),
+        str(klass),
+    ]
 
 
 @pytest.mark.parametrize("kill_after", [0.5, 2.5, 4.5])
 def test_a_run_killed_at_any_point_resumes_without_losing_or_repeating_anyone(fake_kit, tmp_path, kill_after):
     spec_path = fake_kit.root / "fake_kit.json"
-    spec = spec_path.read_text().replace('"behaviour": "pass"', f'"behaviour": "record:{tmp_path / "spans.txt"}"')
+    spec = spec_path.read_text().replace(
+        '"behaviour": "pass"', f'"behaviour": "record:{tmp_path / "spans.txt"}"'
+    )
     spec_path.write_text(spec)
     klass = write_class(tmp_path / "class", 6)
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(GRADER_ROOT))
-    first = subprocess.Popen(grade_command(fake_kit, klass, out), env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, start_new_session=True)
+    first = subprocess.Popen(
+        grade_command(fake_kit, klass, out),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     time.sleep(kill_after)
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
-    done_before = sorted(p.name for p in out.iterdir() if (p / "score.json").is_file()) if out.exists() else []
-    second = subprocess.run(grade_command(fake_kit, klass, out), env=env, capture_output=True, text=True, timeout=120)
+    done_before = (
+        sorted(p.name for p in out.iterdir() if (p / "score.json").is_file()) if out.exists() else []
+    )
+    second = subprocess.run(
+        grade_command(fake_kit, klass, out), env=env, capture_output=True, text=True, timeout=120
+    )
     assert second.returncode == 0, second.stdout + second.stderr
     if done_before:
         assert f"({len(done_before)} already graded: kept)" in second.stdout

@@ -51,12 +51,20 @@ def build_target(source, build_dir, target, spec, commands):
     library = build_dir / "labs" / spec["slug"] / f"lib{tag}_kernels.a"
     library.write_text("".join(path.read_text() for path in objects))
     argv = [
-        str(HERE / "fake_ld.py"), "--spec", str(source / "fake_kit.json"), "--target", target,
-        f"labs/{spec['slug']}/{library.name}", "-o", f"bin/{target}",
+        str(HERE / "fake_ld.py"),
+        "--spec",
+        str(source / "fake_kit.json"),
+        "--target",
+        target,
+        f"labs/{spec['slug']}/{library.name}",
+        "-o",
+        f"bin/{target}",
     ]
     records = build_dir / "kit-link-commands"
     records.mkdir(exist_ok=True)
-    (records / f"{target}.link").write_bytes(b"\0".join(part.encode() for part in [str(build_dir), *argv]) + b"\0")
+    (records / f"{target}.link").write_bytes(
+        b"\0".join(part.encode() for part in [str(build_dir), *argv]) + b"\0"
+    )
     return subprocess.run(argv, cwd=build_dir).returncode
 
 
