@@ -23,7 +23,7 @@ from .collect import submission_from_files
 from .mutants import sample_students
 from .pipeline import Engine, GradeOptions
 from .progress import PlainProgress
-from .report import format_points
+from .report import format_points, text_table
 from .rubric import Kit, Lab
 from .score import SubmissionScore
 
@@ -150,7 +150,7 @@ def format_passes(passes: list[Pass]) -> str:
         "links",
         "most at once",
     )
-    rows = [header] + [
+    rows = [
         (
             p.name,
             str(p.student_labs),
@@ -164,12 +164,7 @@ def format_passes(passes: list[Pass]) -> str:
         )
         for p in passes
     ]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
-    ]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(lines)
+    return text_table(header, rows)
 
 
 def run_bench(

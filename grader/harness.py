@@ -83,9 +83,6 @@ class LabHarness:
     probe: str | None = None  # the executable the tests run under compute-sanitizer
     problem: str | None = None  # a kit problem: the lab cannot be graded
 
-    def tags(self, name: str) -> tuple[str, ...]:
-        return next((test.tags for test in self.tests if test.name == name), ())
-
 
 @dataclass(frozen=True)
 class Harness:

@@ -25,6 +25,17 @@ def format_points(value: float) -> str:
     return f"{value:g}" if float(value).is_integer() else f"{value:.2f}"
 
 
+def text_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    """Left-aligned columns under a header and a rule: the tables validate and bench print."""
+    rows = [header, *rows]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
 def status_line(test: TestScore, width: int) -> str:
     """gradelib's line: OK, PART (partial credit), SKIP or FAIL, the name, and the points."""
     if test.status == "passed":

@@ -98,10 +98,6 @@ class Scheduler:
         self.stats = SchedulerStats()
 
     @property
-    def gpus(self) -> list[str]:
-        return [lane.gpu for lane in self._lanes]
-
-    @property
     def total_slots(self) -> int:
         """The most processes at once: every job holds a CPU slot."""
         return self.cpu_slots

@@ -12,7 +12,7 @@ from .collect import submission_from_files
 from .mutants import REFERENCE_ID, Mutant, SampleStudent, sample_students
 from .pipeline import Engine, GradeOptions
 from .progress import PlainProgress, Progress
-from .report import format_points, lab_feedback_lines
+from .report import format_points, lab_feedback_lines, text_table
 from .rubric import Kit, Lab
 from .score import LabScore, SubmissionScore
 
@@ -120,16 +120,13 @@ def judge_student(student: SampleStudent, score: SubmissionScore) -> list[Verdic
 
 def format_table(verdicts: list[Verdict]) -> str:
     header = ("mutant", "lab", "expected loss", "actual loss", "hint shown", "verdict")
-    rows = [header] + [
-        (v.student, v.lab_id, v.expected_loss, format_points(v.actual_loss), v.hint_shown, v.verdict)
-        for v in verdicts
-    ]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
-    ]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(lines)
+    return text_table(
+        header,
+        [
+            (v.student, v.lab_id, v.expected_loss, format_points(v.actual_loss), v.hint_shown, v.verdict)
+            for v in verdicts
+        ],
+    )
 
 
 @dataclass

@@ -202,7 +202,8 @@ def grade_command(fake_kit, klass: Path, out: Path) -> list[str]:
     code = (
         "import sys; from grader import cli;"
         "from grader.build import BuildConfig; from grader.run import RunConfig;"
-        f"cli._configs = lambda args: (BuildConfig(cmake={str(fake_kit.cmake)!r}, generator=None, jobs=1, timeout=30),"
+        f"cli._configs = lambda args: (BuildConfig(cmake={str(fake_kit.cmake)!r}, generator=None,"
+        " jobs=1, timeout=30),"
         " RunConfig(timeout=10));"
         "sys.exit(cli.main(sys.argv[1:]))"
     )
