@@ -55,7 +55,7 @@ class GradeOptions:
     keep_work: bool = False  # keep each work folder (its build and test outputs) for debugging
     cpu_slots: int = field(default_factory=lambda: os.cpu_count() or 2)  # compiles, links, CPU tests
     gpus: tuple[str, ...] | None = None  # CUDA_VISIBLE_DEVICES values; None: every visible GPU
-    gpu_slots: int = 8  # test processes sharing one GPU (exclusive tests still run alone)
+    gpu_slots: int = 8  # test processes sharing one GPU (but for measuring windows)
     in_flight: int | None = None  # submissions graded at once; None: enough to fill the slots
     harness_dir: Path | None = None  # the harness build; None: <kit>/build/harness
     regrade: bool = False  # grade again submissions whose report is already in --out

@@ -33,18 +33,26 @@ def run_limited(
     timeout: float,
     output_limit: int,
     env: dict[str, str] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> ProcessResult:
+    """Runs command to its end or its time limit. `pass_fds` are handed to the child: closed
+    here once it has them, so that only the child holds them."""
     start = time.monotonic()
-    process = subprocess.Popen(
-        command,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group, so killpg reaches every child
-        preexec_fn=_limit_resources,
-    )
+    try:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so killpg reaches every child
+            preexec_fn=_limit_resources,
+            pass_fds=pass_fds,
+        )
+    finally:
+        for fd in pass_fds:
+            os.close(fd)
     capture = _BoundedCapture(output_limit)
     reader = threading.Thread(target=capture.drain, args=(process.stdout,), daemon=True)
     reader.start()

@@ -14,10 +14,12 @@ import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from concurrent.futures import Executor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import GraderError
+from .gate import GpuGate
 from .proc import ProcessResult, run_limited
 from .schedule import Scheduler, need_for_tags
 
@@ -114,23 +116,32 @@ def run_tests(
     env: dict[str, str] | None = None,
     progress: Callable[[str], None] = lambda message: None,
 ) -> dict[str, Outcome]:
-    """Runs every test in its own process, as the scheduler allows: [gpu] tests on a GPU lane
-    (shared, or alone for [performance] and [resources]), the others on CPU slots."""
+    """Runs every test in its own process, as the scheduler allows: [gpu] tests on a GPU lane,
+    sharing it but for the windows their gate asks for, the others on CPU slots."""
 
     def one(test: ListedTest) -> Outcome:
         with scheduler.hold(need_for_tags(test.tags)) as lease:
             progress(f"running {test.name}")
-            gpu = {"CUDA_VISIBLE_DEVICES": lease.gpu} if lease.gpu is not None else {}
-            return run_test(exe, test.name, work_dir, config, {**(env or {}), **gpu})
+            if lease.gpu is None:
+                return run_test(exe, test.name, work_dir, config, env)
+            gate = GpuGate(lambda cancelled: scheduler.window(lease, cancelled))
+            gpu = {"CUDA_VISIBLE_DEVICES": lease.gpu}
+            return run_test(exe, test.name, work_dir, config, {**(env or {}), **gpu}, gate)
 
     futures = {test.name: pool.submit(one, test) for test in tests}
     return {name: future.result() for name, future in futures.items()}
 
 
 def run_test(
-    exe: Path, name: str, work_dir: Path, config: RunConfig, env: dict[str, str] | None = None
+    exe: Path,
+    name: str,
+    work_dir: Path,
+    config: RunConfig,
+    env: dict[str, str] | None = None,
+    gate: GpuGate | None = None,
 ) -> Outcome:
-    """One test case in its own process: the one place where the engine starts a test."""
+    """One test case in its own process: the one place where the engine starts a test. With a
+    gate, the process may ask for its GPU to itself while it measures (grader/gate.py)."""
     run_dir = Path(tempfile.mkdtemp(prefix="test-", dir=work_dir))
     xml_path = run_dir / "result.xml"
     command = [
@@ -141,13 +152,28 @@ def run_test(
         "--reporter",
         "console::colour-mode=none",
     ]
-    result = run_limited(
-        command,
-        cwd=run_dir,
-        timeout=config.timeout,
-        output_limit=config.output_limit,
-        env=scrubbed_env(run_dir, env),
-    )
+    with gate or nullcontext():
+        result = run_limited(
+            command,
+            cwd=run_dir,
+            timeout=config.timeout,
+            output_limit=config.output_limit,
+            env=scrubbed_env(run_dir, {**(env or {}), **(gate.env() if gate else {})}),
+            pass_fds=gate.child_fds() if gate else (),
+        )
+    return outcome_from(name, result, xml_path, config)
+    gate.start()
+    try:
+        result = run_limited(
+            command,
+            cwd=run_dir,
+            timeout=config.timeout,
+            output_limit=config.output_limit,
+            env=scrubbed_env(run_dir, {**(env or {}), **gate.env()}),
+            pass_fds=gate.child_fds(),
+        )
+    finally:
+        gate.close()
     return outcome_from(name, result, xml_path, config)
 
 

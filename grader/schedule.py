@@ -1,19 +1,22 @@
-"""Where every process of a grading run gets its turn: CPU slots, and GPU lanes with shared and
-exclusive holders.
+"""Where every process of a grading run gets its turn: CPU slots, GPU lanes shared by test
+processes, and windows in which one test process has its GPU to itself.
 
 - Every job takes one of `cpu_slots`, GPU jobs too: a test process spends most of its life
   creating a CUDA context, which is CPU work, so there are never more processes than slots
   (measured on an H100 with 16 cores: 16 compiles beside 8 GPU tests made each test process
   about four times slower than alone).
-- A shared GPU job (a [gpu] test) also takes one of a GPU's `gpu_slots`; processes of
-  different submissions share a GPU this way.
-- An exclusive GPU job (a [performance] or [resources] test, whose measurement is device-wide)
-  has its GPU to itself. Emptying a GPU costs the time of its longest running test, so
-  exclusive jobs are batched: one waits while shared jobs are queued, and runs when the GPU
-  falls idle; once one has waited `max_defer` seconds its lane drains (no new shared job starts
-  there), and every exclusive job queued on the lane runs, one after the other, before shared
-  jobs resume. So exclusive jobs cannot starve, and a whole class pays a few drains instead of
-  one per timed test (measured on an H100: a drain per test kept the GPU half idle).
+- A GPU job (a [gpu] test) also takes one of a GPU's `gpu_slots`; processes of different
+  submissions share a GPU this way.
+- A measurement that the whole device sees (a kernel's time, the device's free memory) needs
+  the GPU to itself, but only while it measures: the process asks for a window through its
+  GPU gate (grader/gate.py) and waits, parked, holding neither slot. Emptying a GPU costs the
+  time of its longest running test, so windows are batched: a request waits while GPU jobs are
+  queued, and is granted when the GPU falls idle; once one has waited `max_defer` seconds its
+  lane drains (no new job starts there), and every window asked for on the lane is granted, one
+  after the other, before the queued jobs start. So windows cannot starve, and a class pays a
+  few drains instead of one per timed test (measured on an H100: a drain per test kept the GPU
+  half idle). While a window is open, every other process on its GPU is parked: no other work
+  runs there.
 - Every GPU is a lane of its own; a job is given one GPU index, which the run stage passes to
   its process as CUDA_VISIBLE_DEVICES, so the same code uses every GPU of a node.
 
@@ -26,7 +29,7 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
@@ -34,17 +37,12 @@ from enum import Enum
 
 class Need(Enum):
     CPU = "cpu"
-    GPU_SHARED = "gpu"
-    GPU_EXCLUSIVE = "gpu-exclusive"
+    GPU = "gpu"
 
 
 def need_for_tags(tags: tuple[str, ...] | list[str]) -> Need:
     """The kind of slot a test needs, from its Catch2 tags (docs/architecture.md)."""
-    if "gpu" not in tags:
-        return Need.CPU
-    if "performance" in tags or "resources" in tags:
-        return Need.GPU_EXCLUSIVE
-    return Need.GPU_SHARED
+    return Need.GPU if "gpu" in tags else Need.CPU
 
 
 def visible_gpus() -> list[str]:
@@ -70,18 +68,22 @@ class Lease:
 @dataclass
 class _Lane:
     gpu: str
-    shared: int = 0
-    exclusive: bool = False
-    exclusive_waiting: int = 0
-    draining: bool = False  # an exclusive job waited long enough: no shared job starts here
+    running: int = 0  # GPU jobs running here, parked ones not counted
+    window_open: bool = False
+    windows_asked: int = 0  # parked jobs waiting for their window
+    draining: bool = False  # a window waited long enough: no job starts here
 
 
 @dataclass
 class SchedulerStats:
-    """What the benchmark reports: how many jobs of each kind ran, and the most at once."""
+    """What the benchmark reports: how many jobs and windows there were, and the most at once."""
 
     started: dict[str, int] = field(default_factory=dict)
     most_at_once: dict[str, int] = field(default_factory=dict)
+
+
+def _never() -> bool:
+    return False
 
 
 class Scheduler:
@@ -93,7 +95,7 @@ class Scheduler:
         self.max_defer = max_defer
         self._lanes = [_Lane(gpu) for gpu in gpus]
         self._cpu_used = 0
-        self._shared_waiting = 0
+        self._gpu_jobs_waiting = 0
         self._changed = threading.Condition()
         self.stats = SchedulerStats()
 
@@ -110,75 +112,112 @@ class Scheduler:
         finally:
             self._release(lease)
 
+    @contextmanager
+    def window(self, lease: Lease, cancelled: Callable[[], bool] = _never) -> Iterator[bool]:
+        """The lease's GPU to itself, for as long as the block runs. Yields False instead when
+        `cancelled` turned true while waiting (its process ended): then nothing was granted."""
+        if lease.gpu is None:
+            yield True  # a CPU slot: there is no GPU to share
+            return
+        lane = self._lane(lease.gpu)
+        granted = self._open_window(lane, cancelled)
+        try:
+            yield granted
+        finally:
+            self._close_window(lane, granted)
+
     # -----------------------------------------------------------------------------------------
 
     def _acquire(self, need: Need) -> Lease:
-        if need is not Need.CPU and not self._lanes:
+        if need is Need.GPU and not self._lanes:
             need = Need.CPU  # no GPU here: the test runs (and skips itself) on a CPU slot
         with self._changed:
             if need is Need.CPU:
                 self._changed.wait_for(self._cpu_free_for_cpu_job)
                 self._cpu_used += 1
-                self._count(need, self._cpu_used)
+                self._count(need.value, self._cpu_used)
                 return Lease(need, None)
-            if need is Need.GPU_SHARED:
-                self._shared_waiting += 1
-                lane = self._changed.wait_for(
-                    lambda: self._free_shared_lane() if self._cpu_used < self.cpu_slots else None
-                )
-                self._shared_waiting -= 1
-                assert lane is not None
-                lane.shared += 1
-                self._cpu_used += 1
-                self._count(need, sum(lane.shared for lane in self._lanes))
-                return Lease(need, lane.gpu)
-            # Exclusive: queue on the lane with the least ahead of it; run when it is empty and
-            # no shared job wants it, or drain it once max_defer has passed.
-            lane = min(self._lanes, key=lambda lane: (lane.exclusive_waiting + lane.exclusive, lane.shared))
-            lane.exclusive_waiting += 1
-            deadline = time.monotonic() + self.max_defer
-            while True:
-                now = time.monotonic()
-                if now >= deadline and not lane.draining:
-                    lane.draining = True
-                    self._changed.notify_all()
-                idle = not lane.exclusive and lane.shared == 0
-                if idle and (lane.draining or self._shared_waiting == 0) and self._cpu_used < self.cpu_slots:
-                    break
-                self._changed.wait(timeout=None if lane.draining else max(deadline - now, 0.01))
-            lane.exclusive_waiting -= 1
-            lane.exclusive = True
+            self._gpu_jobs_waiting += 1
+            lane = self._changed.wait_for(
+                lambda: self._lane_with_room() if self._cpu_used < self.cpu_slots else None
+            )
+            self._gpu_jobs_waiting -= 1
+            assert lane is not None
+            lane.running += 1
             self._cpu_used += 1
-            self._count(need, sum(lane.exclusive for lane in self._lanes))
+            self._count(need.value, sum(lane.running for lane in self._lanes))
             return Lease(need, lane.gpu)
 
     def _cpu_free_for_cpu_job(self) -> bool:
         # A GPU test that could start now goes first: an idle GPU is what a class waits for.
-        gpu_test_ready = self._shared_waiting > 0 and self._free_shared_lane() is not None
+        gpu_test_ready = self._gpu_jobs_waiting > 0 and self._lane_with_room() is not None
         return self._cpu_used < self.cpu_slots and not gpu_test_ready
 
-    def _free_shared_lane(self) -> _Lane | None:
+    def _lane_with_room(self) -> _Lane | None:
         open_lanes = [
             lane
             for lane in self._lanes
-            if not lane.exclusive and not lane.draining and lane.shared < self.gpu_slots
+            if not lane.window_open and not lane.draining and lane.running < self.gpu_slots
         ]
-        return min(open_lanes, key=lambda lane: lane.shared) if open_lanes else None
+        return min(open_lanes, key=lambda lane: lane.running) if open_lanes else None
+
+    def _lane(self, gpu: str) -> _Lane:
+        return next(lane for lane in self._lanes if lane.gpu == gpu)
 
     def _release(self, lease: Lease) -> None:
         with self._changed:
             self._cpu_used -= 1
-            if lease.need is not Need.CPU:
-                lane = next(lane for lane in self._lanes if lane.gpu == lease.gpu)
-                if lease.need is Need.GPU_SHARED:
-                    lane.shared -= 1
-                else:
-                    lane.exclusive = False
-                    if lane.exclusive_waiting == 0:
-                        lane.draining = False  # the batch is done: shared jobs resume
+            if lease.need is Need.GPU:
+                self._lane(lease.gpu).running -= 1
             self._changed.notify_all()
 
-    def _count(self, need: Need, now: int) -> None:
-        key = need.value
+    def _open_window(self, lane: _Lane, cancelled: Callable[[], bool]) -> bool:
+        with self._changed:
+            # Parked: the process waits on its gate, doing no CPU or GPU work, so its slots
+            # are lent to others until its window closes.
+            lane.running -= 1
+            self._cpu_used -= 1
+            lane.windows_asked += 1
+            self._changed.notify_all()
+            deadline = time.monotonic() + self.max_defer
+            granted = False
+            while not cancelled():
+                now = time.monotonic()
+                if now >= deadline and not lane.draining:
+                    lane.draining = True
+                    self._changed.notify_all()
+                idle = not lane.window_open and lane.running == 0
+                job_could_start = self._gpu_jobs_waiting > 0 and self._cpu_used < self.cpu_slots
+                if idle and (lane.draining or not job_could_start):
+                    granted = True
+                    break
+                # Short waits, so that a cancelled request is noticed soon.
+                self._changed.wait(timeout=0.1 if lane.draining else min(max(deadline - now, 0.01), 0.1))
+            lane.windows_asked -= 1
+            if granted:
+                lane.window_open = True
+                self._count("window", 1)
+            else:
+                lane.running += 1
+                self._cpu_used += 1
+                if lane.windows_asked == 0 and not lane.window_open:
+                    lane.draining = False
+            self._changed.notify_all()
+            return granted
+
+    def _close_window(self, lane: _Lane, granted: bool) -> None:
+        if not granted:
+            return
+        with self._changed:
+            lane.window_open = False
+            if lane.windows_asked == 0:
+                lane.draining = False  # the batch is done: queued jobs start again
+            # Back to running on its slots, which may briefly exceed them: a window's process
+            # is about to end, and making it wait for a slot would hold up the next window.
+            lane.running += 1
+            self._cpu_used += 1
+            self._changed.notify_all()
+
+    def _count(self, key: str, now: int) -> None:
         self.stats.started[key] = self.stats.started.get(key, 0) + 1
         self.stats.most_at_once[key] = max(self.stats.most_at_once.get(key, 0), now)

@@ -2,6 +2,7 @@
 
 #include "kit/device_buffer.hpp"
 #include "kit/gpu.hpp"
+#include "kit/gpu_gate.hpp"
 #include "kit/poison.hpp"
 
 namespace kit {
@@ -54,6 +55,7 @@ TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate
   auto run = [&](const MatmulLaunch& launch) {
     return time_on_device([&] { launch(d_M.data(), d_N.data(), d_P.data()); }, options);
   };
+  const ExclusiveGpu alone;  // the three timings in one window of the GPU to ourselves
   TimeRatio r;
   // Baseline, candidate, baseline again; keeping the faster baseline run means a clock still
   // ramping up during the first run cannot flatter the candidate.

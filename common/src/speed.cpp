@@ -12,6 +12,7 @@ SpeedComparison::SpeedComparison(std::string reference_name)
 
 void SpeedComparison::time(const std::string& label, const MatmulProblem& problem,
                            const MatmulLaunch& candidate, const MatmulLaunch& reference) {
+  if (!alone_) alone_ = std::make_unique<ExclusiveGpu>();
   if (reference) {
     record(label, time_ratio(problem, candidate, reference), problem.rows, true);
     return;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kit/cuda_check.hpp"
+#include "kit/gpu_gate.hpp"
 
 namespace kit {
 namespace {
@@ -29,6 +30,7 @@ Timing time_on_device(const std::function<void()>& launch, TimingOptions options
   if (options.repeats < 1 || options.warmup < 0) {
     throw std::invalid_argument("time_on_device: repeats must be at least 1 and warmup at least 0");
   }
+  const ExclusiveGpu alone;  // no other process's work in the timings
   for (int i = 0; i < options.warmup; ++i) launch();
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
 

@@ -1,5 +1,6 @@
-"""schedule.py and the run stage's use of it: slots honoured, exclusive tests alone on their GPU,
-a GPU per process, a crash or hang costing one test, and a class run that survives SIGKILL."""
+"""schedule.py and gate.py, and the run stage's use of them: slots honoured, a window of the GPU
+alone for a measurement, a GPU per process, a crash or hang costing one test, and a class run
+that survives SIGKILL."""
 
 from __future__ import annotations
 
@@ -21,37 +22,48 @@ from grader.schedule import Need, Scheduler, need_for_tags
 from .conftest import write_fake_catch2
 
 GRADER_ROOT = Path(__file__).resolve().parents[2]
+WINDOW = "window"  # a GPU job that opens a window in the middle, as a timed test does
 
 
 def test_a_tests_tags_say_which_slot_it_needs():
     assert need_for_tags(("lab02", "safety")) is Need.CPU
-    assert need_for_tags(("lab02", "correctness", "gpu")) is Need.GPU_SHARED
-    assert need_for_tags(("lab02", "performance", "gpu")) is Need.GPU_EXCLUSIVE
-    assert need_for_tags(("lab02", "resources", "gpu")) is Need.GPU_EXCLUSIVE
+    assert need_for_tags(("lab02", "correctness", "gpu")) is Need.GPU
+    assert need_for_tags(("lab02", "performance", "gpu")) is Need.GPU  # it asks for a window
 
 
 def run_jobs(
-    scheduler: Scheduler, needs: list[Need], seconds: float = 0.05
-) -> list[tuple[Need, str | None, float, float]]:
-    """Runs one job per need at once; returns (need, gpu, start, end) for each."""
+    scheduler: Scheduler, jobs: list[Need | str], seconds: float = 0.05
+) -> list[tuple[str, str | None, float, float]]:
+    """Runs every job at once; returns (kind, gpu, start, end) for each span of work. A WINDOW
+    job works, opens a window (a "window" span), and works again."""
     spans = []
     lock = threading.Lock()
 
-    def job(need: Need) -> None:
-        with scheduler.hold(need) as lease:
-            start = time.monotonic()
-            time.sleep(seconds)
-            with lock:
-                spans.append((lease.need, lease.gpu, start, time.monotonic()))
+    def work(kind: str, gpu: str | None, length: float) -> None:
+        start = time.monotonic()
+        time.sleep(length)
+        with lock:
+            spans.append((kind, gpu, start, time.monotonic()))
 
-    with ThreadPoolExecutor(max_workers=len(needs)) as pool:
-        list(pool.map(job, needs))
+    def job(kind: Need | str) -> None:
+        with scheduler.hold(Need.GPU if kind == WINDOW else kind) as lease:
+            if kind != WINDOW:
+                work(lease.need.value, lease.gpu, seconds)
+                return
+            work("gpu", lease.gpu, seconds / 4)
+            with scheduler.window(lease) as granted:
+                assert granted
+                work("window", lease.gpu, seconds)
+            work("gpu", lease.gpu, seconds / 4)
+
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        list(pool.map(job, jobs))
     return spans
 
 
 def most_at_once(spans, keep) -> int:
     events = sorted(
-        [(s, 1) for n, g, s, e in spans if keep(n, g)] + [(e, -1) for n, g, s, e in spans if keep(n, g)]
+        [(s, 1) for k, g, s, e in spans if keep(k, g)] + [(e, -1) for k, g, s, e in spans if keep(k, g)]
     )
     now = best = 0
     for _, step in events:
@@ -60,12 +72,19 @@ def most_at_once(spans, keep) -> int:
     return best
 
 
-def test_cpu_and_shared_gpu_slots_are_honoured_and_filled():
+def assert_windows_alone(spans) -> None:
+    for kind, gpu, start, end in spans:
+        if kind == "window":
+            others = [o for o in spans if o[1] == gpu and o[2:] != (start, end)]
+            assert all(o_end <= start or o_start >= end for _, _, o_start, o_end in others), (gpu, start)
+
+
+def test_cpu_and_gpu_slots_are_honoured_and_filled():
     scheduler = Scheduler(cpu_slots=3, gpus=["0"], gpu_slots=2)
-    spans = run_jobs(scheduler, [Need.CPU] * 9 + [Need.GPU_SHARED] * 8)
-    assert most_at_once(spans, lambda need, gpu: True) == 3  # every process holds a CPU slot
-    assert most_at_once(spans, lambda need, gpu: need is Need.GPU_SHARED) == 2
-    assert most_at_once(spans, lambda need, gpu: need is Need.CPU) >= 1
+    spans = run_jobs(scheduler, [Need.CPU] * 9 + [Need.GPU] * 8)
+    assert most_at_once(spans, lambda kind, gpu: True) == 3  # every process holds a CPU slot
+    assert most_at_once(spans, lambda kind, gpu: kind == "gpu") == 2
+    assert most_at_once(spans, lambda kind, gpu: kind == "cpu") >= 1
 
 
 def test_a_gpu_test_that_can_start_goes_before_a_waiting_compile():
@@ -82,7 +101,7 @@ def test_a_gpu_test_that_can_start_goes_before_a_waiting_compile():
         compile_job = threading.Thread(target=job, args=(Need.CPU, "compile"))
         compile_job.start()
         time.sleep(0.1)
-        gpu_job = threading.Thread(target=job, args=(Need.GPU_SHARED, "gpu test"))
+        gpu_job = threading.Thread(target=job, args=(Need.GPU, "gpu test"))
         gpu_job.start()
         time.sleep(0.1)
     time.sleep(0.2)
@@ -93,81 +112,165 @@ def test_a_gpu_test_that_can_start_goes_before_a_waiting_compile():
     assert order == ["gpu test", "compile"]
 
 
-def test_an_exclusive_job_never_overlaps_anything_on_its_gpu():
+def test_a_window_never_overlaps_other_work_on_its_gpu():
     scheduler = Scheduler(cpu_slots=8, gpus=["0", "1"], gpu_slots=3, max_defer=0.05)
-    needs = ([Need.GPU_SHARED] * 5 + [Need.GPU_EXCLUSIVE] + [Need.CPU]) * 6
-    spans = run_jobs(scheduler, needs, seconds=0.03)
-    for need, gpu, start, end in spans:
-        if need is not Need.GPU_EXCLUSIVE:
-            continue
-        others = [o for o in spans if o[1] == gpu and o[2:] != (start, end)]
-        assert all(o_end <= start or o_start >= end for _, _, o_start, o_end in others), (gpu, start, end)
-    assert {gpu for need, gpu, *_ in spans if need is not Need.CPU} == {"0", "1"}  # both lanes work
+    spans = run_jobs(scheduler, ([Need.GPU] * 5 + [WINDOW] + [Need.CPU]) * 6, seconds=0.03)
+    assert len([span for span in spans if span[0] == "window"]) == 6
+    assert_windows_alone(spans)
+    assert {gpu for kind, gpu, *_ in spans if kind != "cpu"} == {"0", "1"}  # both lanes work
+    assert scheduler.stats.started["window"] == 6
 
 
-def test_exclusive_jobs_wait_for_the_queued_shared_ones_and_then_run_as_one_batch():
+def test_windows_wait_for_the_queued_jobs_and_then_open_one_after_the_other():
     scheduler = Scheduler(cpu_slots=4, gpus=["0"], gpu_slots=2, max_defer=30)
     start = time.monotonic()
-    spans = run_jobs(scheduler, [Need.GPU_SHARED] * 6 + [Need.GPU_EXCLUSIVE] * 3 + [Need.GPU_SHARED] * 6)
-    last_shared_end = max(end for need, _, _, end in spans if need is Need.GPU_SHARED)
-    exclusive_starts = [s for need, _, s, _ in spans if need is Need.GPU_EXCLUSIVE]
-    assert min(exclusive_starts) >= last_shared_end  # one drain for the three of them
-    assert time.monotonic() - start < 5  # the GPU falling idle let them run, not the deadline
+    spans = run_jobs(scheduler, [Need.GPU] * 6 + [WINDOW] * 3 + [Need.GPU] * 6)
+    windows = sorted(s for kind, _, s, _ in spans if kind == "window")
+    plain_gpu_ends = [e for kind, _, s, e in spans if kind == "gpu" and e - s > 0.04]
+    assert len(windows) == 3 and windows[0] >= max(plain_gpu_ends)  # one drain for the three
+    assert_windows_alone(spans)
+    assert time.monotonic() - start < 5  # the GPU falling idle opened them, not the deadline
 
 
-def test_exclusive_jobs_are_not_starved_by_a_stream_of_shared_ones():
+def test_a_parked_process_lends_its_slots_until_its_window_opens():
+    # One CPU slot and one GPU slot: had the parked process kept them, the second job could
+    # never start, and the window (waiting for queued jobs) would open only at the deadline.
+    scheduler = Scheduler(cpu_slots=1, gpus=["0"], gpu_slots=1, max_defer=30)
+    events = []
+
+    def plain() -> None:
+        with scheduler.hold(Need.GPU):
+            events.append("plain start")
+            time.sleep(0.2)
+            events.append("plain end")
+
+    with scheduler.hold(Need.GPU) as lease:
+        later = threading.Thread(target=plain)
+        later.start()  # queued behind the timed test's slots
+        time.sleep(0.05)
+        with scheduler.window(lease):
+            events.append("window")
+    later.join(timeout=5)
+    assert events == ["plain start", "plain end", "window"]
+
+
+def test_windows_are_not_starved_by_a_stream_of_jobs():
     scheduler = Scheduler(cpu_slots=4, gpus=["0"], gpu_slots=2, max_defer=0.2)
     stop = threading.Event()
 
     def stream() -> None:
         while not stop.is_set():
-            with scheduler.hold(Need.GPU_SHARED):
+            with scheduler.hold(Need.GPU):
                 time.sleep(0.02)
 
     feeders = [threading.Thread(target=stream) for _ in range(4)]
-    for feeder in feeders:
-        feeder.start()
-    try:
-        time.sleep(0.1)
-        start = time.monotonic()
-        with scheduler.hold(Need.GPU_EXCLUSIVE):
-            waited = time.monotonic() - start
-    finally:
-        stop.set()
+    with scheduler.hold(Need.GPU) as lease:
         for feeder in feeders:
-            feeder.join()
+            feeder.start()
+        try:
+            time.sleep(0.1)
+            start = time.monotonic()
+            with scheduler.window(lease):
+                waited = time.monotonic() - start
+        finally:
+            stop.set()
+            for feeder in feeders:
+                feeder.join()
     assert waited < 1.0
 
 
-def test_without_a_gpu_gpu_jobs_take_cpu_slots():
+def test_a_cancelled_window_request_gives_nothing_and_leaves_the_lane_open():
+    scheduler = Scheduler(cpu_slots=4, gpus=["0"], gpu_slots=2, max_defer=0.05)
+    cancel = threading.Event()
+    results = []
+    busy = threading.Event()
+
+    def busy_job() -> None:
+        with scheduler.hold(Need.GPU):
+            busy.set()
+            time.sleep(0.6)
+
+    holder = threading.Thread(target=busy_job)
+    holder.start()
+    busy.wait(5)
+    with scheduler.hold(Need.GPU) as lease:
+        threading.Timer(0.2, cancel.set).start()
+        with scheduler.window(lease, cancel.is_set) as granted:
+            results.append(granted)
+    start = time.monotonic()
+    with scheduler.hold(Need.GPU):  # the lane drained for the request; it must be open again
+        started_after = time.monotonic() - start
+    holder.join()
+    assert results == [False]
+    assert started_after < 0.3
+
+
+def test_without_a_gpu_gpu_jobs_take_cpu_slots_and_windows_open_at_once():
     scheduler = Scheduler(cpu_slots=2, gpus=[], gpu_slots=4)
-    spans = run_jobs(scheduler, [Need.GPU_SHARED, Need.GPU_EXCLUSIVE, Need.CPU, Need.GPU_SHARED])
-    assert {need for need, *_ in spans} == {Need.CPU} and {gpu for _, gpu, *_ in spans} == {None}
-    assert most_at_once(spans, lambda need, gpu: True) == 2
+    spans = run_jobs(scheduler, [Need.GPU, Need.CPU, Need.GPU])
+    assert {kind for kind, *_ in spans} == {"cpu"} and {gpu for _, gpu, *_ in spans} == {None}
+    assert most_at_once(spans, lambda kind, gpu: True) == 2
+    with scheduler.hold(Need.GPU) as lease, scheduler.window(lease) as granted:
+        assert granted and lease.gpu is None
 
 
-def test_test_processes_get_their_lanes_gpu_and_exclusive_ones_run_alone(tmp_path):
+def read_spans(log: Path) -> list[tuple[str, str, float, float]]:
+    """The fake tests' spans as (kind, gpu, start, end), kind "window" or the test's name."""
+    spans = []
+    for line in log.read_text().splitlines():
+        start, end, gpu, name = line.split(" ", 3)
+        kind = "window" if name.endswith(" (window)") else name
+        spans.append((kind, gpu, float(start), float(end)))
+    return spans
+
+
+def listed_tests(tests: list[dict]) -> list[ListedTest]:
+    return [ListedTest(t["name"], tuple(t["tags"].strip("[]").split("]["))) for t in tests]
+
+
+def test_test_processes_get_their_lanes_gpu_and_measure_in_windows_alone(tmp_path):
     log = tmp_path / "spans.txt"
     tests = [
         {"name": f"shared {i}", "tags": "[lab02][correctness][gpu]", "behaviour": f"record:{log}"}
         for i in range(8)
     ] + [
-        {"name": f"timed {i}", "tags": "[lab02][performance][gpu]", "behaviour": f"record:{log}"}
-        for i in range(2)
+        {"name": f"timed {i}", "tags": "[lab02][performance][gpu]", "behaviour": f"window:{log}"}
+        for i in range(3)
     ]
     exe = write_fake_catch2(tmp_path / "bin", "lab02_tests", tests)
-    listed = [ListedTest(t["name"], tuple(t["tags"].strip("[]").split("]["))) for t in tests]
-    scheduler = Scheduler(cpu_slots=8, gpus=["0", "1"], gpu_slots=3)
+    scheduler = Scheduler(cpu_slots=8, gpus=["0", "1"], gpu_slots=3, max_defer=0.5)
     with ThreadPoolExecutor(max_workers=16) as pool:
-        outcomes = run_tests(exe, listed, tmp_path, RunConfig(timeout=20), scheduler, pool)
+        outcomes = run_tests(exe, listed_tests(tests), tmp_path, RunConfig(timeout=20), scheduler, pool)
     assert {outcome.status for outcome in outcomes.values()} == {"passed"}
-    spans = [line.split(" ", 3) for line in log.read_text().splitlines()]
-    assert {gpu for _, _, gpu, _ in spans} == {"0", "1"}  # every process saw one GPU, of its lane
-    for start, end, gpu, name in spans:
-        if name.startswith("timed"):
-            others = [(float(s), float(e)) for s, e, g, n in spans if g == gpu and n != name]
-            assert all(e <= float(start) or s >= float(end) for s, e in others), name
+    spans = read_spans(log)
+    assert {gpu for _, gpu, _, _ in spans} == {"0", "1"}  # every process saw one GPU, of its lane
+    assert len([span for span in spans if span[0] == "window"]) == 3
+    assert_windows_alone(spans)
+    assert scheduler.stats.started["window"] == 3
     assert scheduler.stats.most_at_once["gpu"] >= 4  # processes really shared the GPUs
+
+
+def test_a_process_that_ends_inside_its_window_or_waiting_for_it_frees_the_gpu(tmp_path):
+    log = tmp_path / "spans.txt"
+    tests = [
+        {"name": "dies in its window", "tags": "[lab02][performance][gpu]", "behaviour": "window-then-die"},
+        {"name": "hangs", "tags": "[lab02][correctness][gpu]", "behaviour": "hang"},
+        {"name": "asks and is killed", "tags": "[lab02][performance][gpu]", "behaviour": f"window:{log}"},
+        {"name": "asks later", "tags": "[lab02][performance][gpu]", "behaviour": f"window:{log}"},
+    ]
+    exe = write_fake_catch2(tmp_path / "bin", "lab02_tests", tests)
+    scheduler = Scheduler(cpu_slots=4, gpus=["0"], gpu_slots=4, max_defer=30)
+    listed = listed_tests(tests)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        died = run_tests(exe, listed[:1], tmp_path, RunConfig(timeout=10), scheduler, pool)
+        # The hang keeps the lane busy, so "asks and is killed" waits until its time is up.
+        first = run_tests(exe, listed[1:3], tmp_path, RunConfig(timeout=1.5), scheduler, pool)
+        start = time.monotonic()
+        later = run_tests(exe, listed[3:], tmp_path, RunConfig(timeout=10), scheduler, pool)
+    assert died["dies in its window"].status == "crashed"  # no result file: not a pass
+    assert first["asks and is killed"].status == "timed_out"
+    assert later["asks later"].status == "passed" and time.monotonic() - start < 3
+    assert [kind for kind, *_ in read_spans(log)] == ["asks later", "window", "asks later"]
 
 
 def test_a_crash_or_a_hang_costs_only_its_own_test(tmp_path):
@@ -178,9 +281,10 @@ def test_a_crash_or_a_hang_costs_only_its_own_test(tmp_path):
         {"name": "passes too", "tags": "[lab02]", "behaviour": "pass"},
     ]
     exe = write_fake_catch2(tmp_path / "bin", "lab02_tests", tests)
-    listed = [ListedTest(t["name"], tuple(t["tags"].strip("[]").split("]["))) for t in tests]
     with ThreadPoolExecutor(max_workers=8) as pool:
-        outcomes = run_tests(exe, listed, tmp_path, RunConfig(timeout=1.5), Scheduler(4, ["0"], 2), pool)
+        outcomes = run_tests(
+            exe, listed_tests(tests), tmp_path, RunConfig(timeout=1.5), Scheduler(4, ["0"], 2), pool
+        )
     assert [outcomes[t["name"]].status for t in tests] == ["crashed", "timed_out", "passed", "passed"]
 
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kit/cublas_matmul.hpp"
+#include "kit/gpu_gate.hpp"
 #include "kit/matmul_harness.hpp"
 #include "kit/testing.hpp"
 
@@ -45,6 +46,8 @@ class SpeedComparison {
   std::string reference_name_;
   std::vector<Trial> trials_;
   std::unique_ptr<CublasMatmul> cublas_;  // made on first use: only a student kit needs it
+  // Taken by the first trial and kept, so that a test's trials wait for the GPU only once.
+  std::unique_ptr<ExclusiveGpu> alone_;
 };
 
 // Reports a finished comparison inside a Catch2 test: the timings, and the metric.

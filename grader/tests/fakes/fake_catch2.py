@@ -4,7 +4,10 @@
 Its tests come from <this file>.json: {"tests": [{"name", "tags", "behaviour"}]}. Behaviours:
 pass, fail:<text>, expr, skip:<reason>, metric:<name>=<value>, crash, hang, noxml, garbled,
 wrongname, spam, env, record:<file> (appends "<start> <end> <CUDA_VISIBLE_DEVICES> <name>" to
-the file after sleeping 0.3 s, then passes).
+the file after sleeping 0.3 s, then passes), window:<file> (works 0.1 s, asks its GPU gate for
+a window as kit::ExclusiveGpu does, holds it 0.2 s, works 0.1 s more; appends its two working
+spans as "<name>" lines and the window as a "<name> (window)" line, then passes),
+window-then-die (asks for a window, and exits once it has it, without giving it back).
 """
 
 import json
@@ -107,6 +110,28 @@ def run(name, out):
         with open(arg, "a") as handle:
             gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "-")
             handle.write(f"{start} {time.time()} {gpu} {name}\n")
+        write(document(name, "", True))
+        return 0
+    if kind in ("window", "window-then-die"):
+        request, grant = (int(fd) for fd in os.environ["KIT_GPU_GATE"].split(","))
+        gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "-")
+        spans = []
+        start = time.time()
+        time.sleep(0.1)
+        asked = time.time()
+        os.write(request, b"A")
+        if os.read(grant, 1) != b"G":
+            return 3
+        granted = time.time()
+        if kind == "window-then-die":
+            os._exit(0)
+        time.sleep(0.2)
+        released = time.time()
+        os.write(request, b"R")
+        time.sleep(0.1)
+        spans = [(start, asked, name), (granted, released, f"{name} (window)"), (released, time.time(), name)]
+        with open(arg, "a") as handle:
+            handle.writelines(f"{s} {e} {gpu} {n}\n" for s, e, n in spans)
         write(document(name, "", True))
         return 0
     if kind == "env":

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kit/device_buffer.hpp"
+#include "kit/gpu_gate.hpp"
 #include "kit/matmul_harness.hpp"
 #include "kit/poison.hpp"
 #include "kit/speed.hpp"
@@ -130,6 +131,7 @@ TEST_CASE("host function frees every device buffer it allocates", "[lab02][resou
   const int width = 1024;  // 12 MiB of device memory per call
   const kit::MatmulProblem problem = kit::make_matmul_problem(width, width, width, 5000);
   std::vector<float> P(problem.M.size());
+  const kit::ExclusiveGpu alone;  // free memory is the device's: no other process may allocate
   lab02::naive_matmul(problem.M.data(), problem.N.data(), P.data(), width, 32);  // warm-up
   size_t free_before = 0, free_after = 0, total = 0;
   KIT_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));

@@ -1,0 +1,86 @@
+// kit::ExclusiveGpu against a stand-in for the grader's gate (grader/gate.py): two pipes.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "kit/gpu_gate.hpp"
+
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+// The grader's side: reads what the test process asked, and may grant in advance.
+struct FakeGate {
+  int request[2] = {-1, -1};
+  int grant[2] = {-1, -1};
+  FakeGate() {
+    REQUIRE(pipe(request) == 0);
+    REQUIRE(pipe(grant) == 0);
+    REQUIRE(fcntl(request[0], F_SETFL, O_NONBLOCK) == 0);
+    const std::string value = std::to_string(request[1]) + "," + std::to_string(grant[0]);
+    setenv("KIT_GPU_GATE", value.c_str(), 1);
+  }
+  ~FakeGate() {
+    unsetenv("KIT_GPU_GATE");
+    for (int fd : {request[0], request[1], grant[0], grant[1]}) {
+      if (fd >= 0) close(fd);
+    }
+  }
+  void grant_once() { REQUIRE(write(grant[1], "G", 1) == 1); }
+  void close_grant() {
+    close(grant[1]);
+    grant[1] = -1;
+  }
+  std::string asked() {  // every byte the process wrote since the last call
+    std::string bytes;
+    char c;
+    while (read(request[0], &c, 1) == 1) bytes += c;
+    return bytes;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("outside the grader, holding the GPU asks nothing and waits for nothing", "[common]") {
+  unsetenv("KIT_GPU_GATE");
+  const kit::ExclusiveGpu alone;
+  SUCCEED("no gate, no wait");
+}
+
+TEST_CASE("a measurement asks the grader's gate once, nested holds included, and gives it back",
+          "[common]") {
+  FakeGate gate;
+  gate.grant_once();
+  {
+    const kit::ExclusiveGpu outer;
+    CHECK(gate.asked() == "A");
+    {
+      const kit::ExclusiveGpu inner;  // the timer inside a speed comparison's window
+      CHECK(gate.asked().empty());
+    }
+    CHECK(gate.asked().empty());
+  }
+  CHECK(gate.asked() == "R");
+  gate.grant_once();
+  { const kit::ExclusiveGpu again; }
+  CHECK(gate.asked() == "AR");
+}
+
+TEST_CASE("a gate that closes without granting is a kit problem, not a measurement", "[common]") {
+  FakeGate gate;
+  gate.close_grant();
+  CHECK_THROWS_WITH(kit::ExclusiveGpu(), ContainsSubstring("kit problem") &&
+                                             ContainsSubstring("did not give this test the GPU"));
+}
+
+TEST_CASE("a malformed KIT_GPU_GATE names the variable and who sets it", "[common]") {
+  setenv("KIT_GPU_GATE", "3;4", 1);
+  CHECK_THROWS_WITH(kit::ExclusiveGpu(),
+                    ContainsSubstring("KIT_GPU_GATE is '3;4'") && ContainsSubstring("grader sets it"));
+  unsetenv("KIT_GPU_GATE");
+}

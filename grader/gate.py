@@ -1,0 +1,99 @@
+"""A test process's GPU gate: how it asks the scheduler for its GPU to itself while it measures.
+
+A measurement that the whole device sees (a kernel's time, the device's free memory) must not
+share the GPU with other test processes; the rest of a test's life (creating its CUDA context,
+making its problem, checking results) may. So every GPU test starts on a shared slot, and the
+kit's measuring code (kit::ExclusiveGpu, common/include/kit/gpu_gate.hpp) asks through two
+pipes whose descriptors the environment variable KIT_GPU_GATE names, "<request>,<grant>": it
+writes 'A' on the request pipe and waits for 'G' on the grant pipe, and writes 'R' when done.
+
+A thread here answers, holding the scheduler's window between 'A' and 'R'. A process that ends,
+or closes its end, closes its window; one that asks again while holding it is answered at once.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
+
+ENV_NAME = "KIT_GPU_GATE"
+ASK, GRANT, DONE = b"A", b"G", b"R"
+
+OpenWindow = Callable[[Callable[[], bool]], AbstractContextManager[bool]]
+
+
+class GpuGate:
+    """One test process's gate. `open_window(cancelled)` is the scheduler's window for the
+    process's lease; `cancelled` turns true once the process has ended."""
+
+    def __init__(self, open_window: OpenWindow) -> None:
+        self._open_window = open_window
+        self._request_read, self._request_write = os.pipe()
+        self._grant_read, self._grant_write = os.pipe()
+        self._ended = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self.windows = 0  # how many were granted, for tests and the benchmark
+
+    def env(self) -> dict[str, str]:
+        return {ENV_NAME: f"{self._request_write},{self._grant_read}"}
+
+    def child_fds(self) -> tuple[int, int]:
+        """The child's ends, for Popen(pass_fds=...); the caller closes them once it has spawned."""
+        return (self._request_write, self._grant_read)
+
+    def __enter__(self) -> GpuGate:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """After the process has ended: closes any window it left open and every descriptor."""
+        self._ended.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        for fd in (self._request_read, self._grant_write):
+            _close(fd)
+
+    def _serve(self) -> None:
+        with ExitStack() as window:
+            holding = False
+            while not self._ended.is_set():
+                ready, _, _ = select.select([self._request_read], [], [], 0.1)
+                if not ready:
+                    continue
+                try:
+                    data = os.read(self._request_read, 64)
+                except OSError:
+                    return
+                if not data:
+                    return  # every copy of the request pipe's write end is closed
+                for byte in data:
+                    if byte == ASK[0]:
+                        if not holding:
+                            if not window.enter_context(self._open_window(self._ended.is_set)):
+                                return  # the process ended while it waited
+                            holding = True
+                            self.windows += 1
+                        if not _send(self._grant_write, GRANT):
+                            return
+                    elif byte == DONE[0] and holding:
+                        window.close()
+                        holding = False
+                    # Any other byte is ignored: only the kit writes here on purpose.
+
+
+def _send(fd: int, data: bytes) -> bool:
+    try:
+        os.write(fd, data)
+        return True
+    except OSError:  # BrokenPipeError: the process is gone
+        return False
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
