@@ -69,6 +69,9 @@ class Pass:
     compiled: int
     linked: int
     most_at_once: dict[str, int]
+    windows: int
+    window_seconds: float
+    parked_seconds: float
     scores: dict[str, SubmissionScore] = field(repr=False)
 
     @property
@@ -101,6 +104,9 @@ def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[Synthe
             compiled=engine.cache.compiled,
             linked=engine.cache.linked,
             most_at_once=dict(engine.scheduler.stats.most_at_once),
+            windows=engine.scheduler.stats.started.get("window", 0),
+            window_seconds=engine.scheduler.stats.window_seconds,
+            parked_seconds=engine.scheduler.stats.parked_seconds,
             scores=scores,
         )
 
@@ -197,6 +203,10 @@ def run_bench(
     engine = passes[-1]
     print("\n" + format_passes(passes + repeats))
     print(f"\nharness (configure and build once per run): {engine.harness:.1f} s")
+    print(
+        f"measuring windows (a GPU alone): {engine.windows}, open {engine.window_seconds:.1f} s in all; "
+        f"processes waited {engine.parked_seconds:.1f} s in all for them"
+    )
     print("\nwhere the test processes' time went (engine pass, summed over submissions):")
     for name, seconds, count in slowest_tests(engine.scores):
         print(f"  {seconds:7.1f} s  {count:3d} runs  {name}")
@@ -254,5 +264,8 @@ def _pass_json(p: Pass) -> dict:
         "compiles": p.compiled,
         "links": p.linked,
         "most_at_once": p.most_at_once,
+        "windows": p.windows,
+        "window_s": round(p.window_seconds, 2),
+        "parked_s": round(p.parked_seconds, 2),
         "totals": {student_id: score.points for student_id, score in p.scores.items()},
     }

@@ -201,7 +201,7 @@ def _add_limits(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=GradeOptions.gpu_slots,
         metavar="N",
-        help=f"test processes sharing one GPU; performance and resources tests always run alone "
+        help=f"test processes sharing one GPU; a test still has it alone while it measures "
         f"(default: {GradeOptions.gpu_slots})",
     )
     parser.add_argument(

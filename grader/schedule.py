@@ -80,6 +80,8 @@ class SchedulerStats:
 
     started: dict[str, int] = field(default_factory=dict)
     most_at_once: dict[str, int] = field(default_factory=dict)
+    parked_seconds: float = 0.0  # summed over processes waiting for their window
+    window_seconds: float = 0.0  # summed over open windows: time a GPU had one process alone
 
 
 def _never() -> bool:
@@ -120,11 +122,16 @@ class Scheduler:
             yield True  # a CPU slot: there is no GPU to share
             return
         lane = self._lane(lease.gpu)
+        asked = time.monotonic()
         granted = self._open_window(lane, cancelled)
+        opened = time.monotonic()
         try:
             yield granted
         finally:
             self._close_window(lane, granted)
+            with self._changed:
+                self.stats.parked_seconds += opened - asked
+                self.stats.window_seconds += (time.monotonic() - opened) if granted else 0.0
 
     # -----------------------------------------------------------------------------------------
 
