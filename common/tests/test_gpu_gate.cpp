@@ -46,13 +46,13 @@ struct FakeGate {
 
 }  // namespace
 
-TEST_CASE("outside the grader, holding the GPU asks nothing and waits for nothing", "[common]") {
+TEST_CASE("outside the grader holding the GPU asks nothing and waits for nothing", "[common]") {
   unsetenv("KIT_GPU_GATE");
   const kit::ExclusiveGpu alone;
   SUCCEED("no gate, no wait");
 }
 
-TEST_CASE("a measurement asks the grader's gate once, nested holds included, and gives it back",
+TEST_CASE("a measurement asks the grader's gate once for nested holds and gives it back",
           "[common]") {
   FakeGate gate;
   gate.grant_once();
@@ -71,7 +71,7 @@ TEST_CASE("a measurement asks the grader's gate once, nested holds included, and
   CHECK(gate.asked() == "AR");
 }
 
-TEST_CASE("a gate that closes without granting is a kit problem, not a measurement", "[common]") {
+TEST_CASE("a gate that closes without granting is a kit problem and not a measurement", "[common]") {
   FakeGate gate;
   gate.close_grant();
   CHECK_THROWS_WITH(kit::ExclusiveGpu(), ContainsSubstring("kit problem") &&

@@ -18,7 +18,9 @@ struct Timing {
 };
 
 // `launch` enqueues the work on the default stream and checks its own launch. Each repeat is
-// timed alone between two events, so host overhead between repeats is not counted.
+// timed alone between two events, queued behind a short kernel that holds the stream until the
+// host has queued them: the time is the GPU's alone, not the host's delay in launching, which
+// grows when the machine is busy (docs/architecture.md, "Timing").
 Timing time_on_device(const std::function<void()>& launch, TimingOptions options = {});
 
 }  // namespace kit
