@@ -120,7 +120,7 @@ def run_tests(
     sharing it but for the windows their gate asks for, the others on CPU slots."""
 
     def one(test: ListedTest) -> Outcome:
-        with scheduler.hold(need_for_tags(test.tags)) as lease:
+        with scheduler.hold(need_for_tags(test.tags), key=f"{exe.name}/{test.name}") as lease:
             progress(f"running {test.name}")
             if lease.gpu is None:
                 return run_test(exe, test.name, work_dir, config, env)

@@ -17,6 +17,10 @@ processes, and windows in which one test process has its GPU to itself.
   few drains instead of one per timed test (measured on an H100: a drain per test kept the GPU
   half idle). While a window is open, every other process on its GPU is parked: no other work
   runs there.
+- A drain waits for the longest test running on its lane (a sanitizer run takes seconds), so
+  jobs say what they are (`key`, e.g. the test's name) and the scheduler learns how long each
+  kind runs; while a window is asked for on a lane, a job expected to outlast the wait until
+  its drain does not start there (backfilling). The drain then finds only short jobs running.
 - Every GPU is a lane of its own; a job is given one GPU index, which the run stage passes to
   its process as CUDA_VISIBLE_DEVICES, so the same code uses every GPU of a node.
 
@@ -29,6 +33,7 @@ import os
 import subprocess
 import threading
 import time
+import statistics
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -59,10 +64,13 @@ def visible_gpus() -> list[str]:
     return [str(index) for index, line in enumerate(listed.stdout.splitlines()) if line.startswith("GPU ")]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Lease:
     need: Need
     gpu: str | None  # the CUDA_VISIBLE_DEVICES value for the process, None for a CPU slot
+    key: str | None = None  # what kind of job it is, to learn how long such jobs run
+    started: float = 0.0
+    parked: float = 0.0  # seconds spent waiting for windows, not running
 
 
 @dataclass
@@ -70,8 +78,12 @@ class _Lane:
     gpu: str
     running: int = 0  # GPU jobs running here, parked ones not counted
     window_open: bool = False
-    windows_asked: int = 0  # parked jobs waiting for their window
+    deadlines: list[float] = field(default_factory=list)  # one per parked job waiting for a window
     draining: bool = False  # a window waited long enough: no job starts here
+
+    @property
+    def windows_asked(self) -> int:
+        return len(self.deadlines)
 
 
 @dataclass
@@ -97,7 +109,8 @@ class Scheduler:
         self.max_defer = max_defer
         self._lanes = [_Lane(gpu) for gpu in gpus]
         self._cpu_used = 0
-        self._gpu_jobs_waiting = 0
+        self._gpu_jobs_waiting: list[float | None] = []  # expected seconds of each, None unknown
+        self._durations: dict[str, list[float]] = {}
         self._changed = threading.Condition()
         self.stats = SchedulerStats()
 
@@ -107,12 +120,19 @@ class Scheduler:
         return self.cpu_slots
 
     @contextmanager
-    def hold(self, need: Need) -> Iterator[Lease]:
-        lease = self._acquire(need)
+    def hold(self, need: Need, key: str | None = None) -> Iterator[Lease]:
+        """A slot for one process; `key` names the kind of job (the same test of another
+        submission has the same key), so that the scheduler learns how long such jobs run."""
+        lease = self._acquire(need, key)
         try:
             yield lease
         finally:
             self._release(lease)
+
+    def expected_seconds(self, key: str | None) -> float | None:
+        """How long a job of this kind ran here, the median of the last few; None if unknown."""
+        seen = self._durations.get(key) if key is not None else None
+        return statistics.median(seen) if seen else None
 
     @contextmanager
     def window(self, lease: Lease, cancelled: Callable[[], bool] = _never) -> Iterator[bool]:
@@ -130,12 +150,13 @@ class Scheduler:
         finally:
             self._close_window(lane, granted)
             with self._changed:
+                lease.parked += opened - asked
                 self.stats.parked_seconds += opened - asked
                 self.stats.window_seconds += (time.monotonic() - opened) if granted else 0.0
 
     # -----------------------------------------------------------------------------------------
 
-    def _acquire(self, need: Need) -> Lease:
+    def _acquire(self, need: Need, key: str | None) -> Lease:
         if need is Need.GPU and not self._lanes:
             need = Need.CPU  # no GPU here: the test runs (and skips itself) on a CPU slot
         with self._changed:
@@ -143,36 +164,43 @@ class Scheduler:
                 self._changed.wait_for(self._cpu_free_for_cpu_job)
                 self._cpu_used += 1
                 self._count(need.value, self._cpu_used)
-                return Lease(need, None)
-            self._gpu_jobs_waiting += 1
+                return Lease(need, None, key, time.monotonic())
+            expected = self.expected_seconds(key)
+            self._gpu_jobs_waiting.append(expected)
             lane = self._changed.wait_for(
-                lambda: self._lane_with_room() if self._cpu_used < self.cpu_slots else None
+                lambda: self._lane_for(expected) if self._cpu_used < self.cpu_slots else None
             )
-            self._gpu_jobs_waiting -= 1
+            self._gpu_jobs_waiting.remove(expected)
             assert lane is not None
             lane.running += 1
             self._cpu_used += 1
             self._count(need.value, sum(lane.running for lane in self._lanes))
-            return Lease(need, lane.gpu)
+            return Lease(need, lane.gpu, key, time.monotonic())
 
     def _cpu_free_for_cpu_job(self) -> bool:
         # A GPU test that could start now goes first: an idle GPU is what a class waits for.
-        gpu_test_ready = self._gpu_jobs_waiting > 0 and self._lane_with_room() is not None
+        gpu_test_ready = any(self._lane_for(expected) for expected in self._gpu_jobs_waiting)
         return self._cpu_used < self.cpu_slots and not gpu_test_ready
 
-    def _lane_with_room(self) -> _Lane | None:
-        open_lanes = [
-            lane
-            for lane in self._lanes
-            if not lane.window_open and not lane.draining and lane.running < self.gpu_slots
-        ]
-        return min(open_lanes, key=lambda lane: lane.running) if open_lanes else None
+    def _lane_for(self, expected: float | None) -> _Lane | None:
+        lanes = [lane for lane in self._lanes if self._fits(lane, expected)]
+        return min(lanes, key=lambda lane: lane.running) if lanes else None
+
+    def _fits(self, lane: _Lane, expected: float | None) -> bool:
+        if lane.window_open or lane.draining or lane.running >= self.gpu_slots:
+            return False
+        # Backfilling: with a window asked for, only a job expected to end before its drain.
+        return not lane.deadlines or expected is None or time.monotonic() + expected <= min(lane.deadlines)
 
     def _lane(self, gpu: str) -> _Lane:
         return next(lane for lane in self._lanes if lane.gpu == gpu)
 
     def _release(self, lease: Lease) -> None:
         with self._changed:
+            if lease.key is not None:
+                seen = self._durations.setdefault(lease.key, [])
+                seen.append(time.monotonic() - lease.started - lease.parked)
+                del seen[:-5]
             self._cpu_used -= 1
             if lease.need is Need.GPU:
                 self._lane(lease.gpu).running -= 1
@@ -184,9 +212,9 @@ class Scheduler:
             # are lent to others until its window closes.
             lane.running -= 1
             self._cpu_used -= 1
-            lane.windows_asked += 1
-            self._changed.notify_all()
             deadline = time.monotonic() + self.max_defer
+            lane.deadlines.append(deadline)
+            self._changed.notify_all()
             granted = False
             while not cancelled():
                 now = time.monotonic()
@@ -194,13 +222,15 @@ class Scheduler:
                     lane.draining = True
                     self._changed.notify_all()
                 idle = not lane.window_open and lane.running == 0
-                job_could_start = self._gpu_jobs_waiting > 0 and self._cpu_used < self.cpu_slots
+                job_could_start = self._cpu_used < self.cpu_slots and any(
+                    self._fits(lane, expected) for expected in self._gpu_jobs_waiting
+                )
                 if idle and (lane.draining or not job_could_start):
                     granted = True
                     break
                 # Short waits, so that a cancelled request is noticed soon.
                 self._changed.wait(timeout=0.1 if lane.draining else min(max(deadline - now, 0.01), 0.1))
-            lane.windows_asked -= 1
+            lane.deadlines.remove(deadline)
             if granted:
                 lane.window_open = True
                 self._count("window", 1)

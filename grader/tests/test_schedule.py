@@ -205,6 +205,63 @@ def test_a_cancelled_window_request_gives_nothing_and_leaves_the_lane_open():
     assert started_after < 0.3
 
 
+def test_the_scheduler_learns_how_long_a_kind_of_job_runs_not_counting_its_wait_for_a_window():
+    scheduler = Scheduler(cpu_slots=4, gpus=["0"], gpu_slots=4, max_defer=30)
+    assert scheduler.expected_seconds("lab02_tests/timed") is None
+    busy = threading.Event()
+
+    def other() -> None:
+        with scheduler.hold(Need.GPU):
+            busy.set()
+            time.sleep(0.4)
+
+    holder = threading.Thread(target=other)
+    holder.start()
+    busy.wait(5)
+    with scheduler.hold(Need.GPU, key="lab02_tests/timed") as lease:
+        time.sleep(0.1)
+        with scheduler.window(lease):  # waits about 0.3 s for the other job
+            time.sleep(0.1)
+    holder.join()
+    assert lease.parked > 0.2
+    assert 0.15 < scheduler.expected_seconds("lab02_tests/timed") < 0.3
+
+
+def test_while_a_window_is_asked_for_only_jobs_that_end_before_its_drain_start():
+    scheduler = Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=4, max_defer=0.8)
+    for key, seconds in (("long", 1.0), ("short", 0.05)):
+        with scheduler.hold(Need.GPU, key=key):
+            time.sleep(seconds)
+    spans: dict[str, tuple[float, float]] = {}
+
+    def job(key: str | None, seconds: float) -> None:
+        with scheduler.hold(Need.GPU, key=key):
+            start = time.monotonic()
+            time.sleep(seconds)
+            spans[key or "running"] = (start, time.monotonic())
+
+    def timed() -> None:
+        with scheduler.hold(Need.GPU) as lease, scheduler.window(lease):
+            start = time.monotonic()
+            time.sleep(0.05)
+            spans["window"] = (start, time.monotonic())
+
+    threads = [threading.Thread(target=job, args=(None, 0.3))]
+    threads[0].start()
+    time.sleep(0.05)
+    threads.append(threading.Thread(target=timed))
+    threads[1].start()
+    time.sleep(0.05)
+    threads += [threading.Thread(target=job, args=(key, s)) for key, s in (("long", 1.0), ("short", 0.05))]
+    for thread in threads[2:]:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert spans["short"][0] < spans["window"][0]  # it fitted before the drain: it backfilled
+    assert spans["long"][0] >= spans["window"][1]  # it would have held the drain up: it waited
+    assert spans["window"][0] < spans["running"][1] + 0.2  # opened once the lane fell idle
+
+
 def test_without_a_gpu_gpu_jobs_take_cpu_slots_and_windows_open_at_once():
     scheduler = Scheduler(cpu_slots=2, gpus=[], gpu_slots=4)
     spans = run_jobs(scheduler, [Need.GPU, Need.CPU, Need.GPU])
