@@ -30,10 +30,10 @@ On a machine without a GPU, GPU jobs are CPU jobs (their tests report themselves
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import threading
 import time
-import statistics
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
