@@ -3,7 +3,9 @@
 
 #include <stdexcept>
 
+#include "kit/matmul_harness.hpp"
 #include "kit/speed.hpp"
+#include "kit/testing.hpp"
 
 using Catch::Matchers::ContainsSubstring;
 
@@ -54,4 +56,23 @@ TEST_CASE("speed comparison refuses a missing or unmeasured trial", "[common]") 
     FAIL("a rectangular problem must be refused before anything is launched");
   };
   CHECK_THROWS_WITH(speed.time("t", rectangular, never, {}), ContainsSubstring("square"));
+}
+
+TEST_CASE("the cuBLAS yardstick multiplies right and times against a kernel on the device",
+          "[common][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int width = 96;
+  const kit::MatmulProblem problem = kit::make_square_problem(width, 31);
+  kit::CublasMatmul cublas;  // opened at run time: this is where a missing cuBLAS would show
+  const kit::MatmulLaunch launch = [&cublas, width](const float* M, const float* N, float* P) {
+    cublas(M, N, P, width);
+  };
+  const kit::Comparison cmp = kit::check_matmul(problem, launch);
+  INFO(cmp.report);
+  CHECK(cmp.ok);
+  kit::SpeedComparison speed("reference kernel");
+  speed.time("cuBLAS against itself", problem, launch, kit::MatmulLaunch{});
+  CHECK(speed.metric_name() == "time_ratio_vs_cublas");
+  CHECK(speed.worst_ratio() > 0.5);  // the same kernel twice: about 1
+  CHECK(speed.worst_ratio() < 2.0);
 }

@@ -4,6 +4,7 @@
 
 #include <catch2/catch_test_macros.hpp>
 #include <string>
+#include <vector>
 
 #include "kit/sanitizer.hpp"
 
@@ -33,6 +34,12 @@ inline void skip_if_racecheck_unusable(const std::string& tool) {
 
 inline kit::sanitizer::Run racecheck_probe(const std::string& tool, const std::string& mode) {
   return kit::sanitizer::run(tool, kRacecheck, KIT_BUILT_PATH(KIT_PROBE_PATH), mode);
+}
+
+// Several modes of the probe under racecheck, side by side (kit::sanitizer::run_each).
+inline std::vector<kit::sanitizer::Run> racecheck_probes(const std::string& tool,
+                                                         const std::vector<std::string>& modes) {
+  return kit::sanitizer::run_each(tool, kRacecheck, KIT_BUILT_PATH(KIT_PROBE_PATH), modes);
 }
 
 // The report lines worth showing a student: the hazards and the accesses involved.

@@ -100,8 +100,10 @@ TEST_CASE("tiled kernel has no shared-memory race under racecheck", "[lab03][saf
   // Racecheck names a hazard by the order in which it saw the two accesses, which depends on
   // timing, so the phase structure tells the barriers apart instead: with a single phase
   // (width = TILE_WIDTH) only the first barrier matters; with several, both do.
-  const kit::sanitizer::Run one = lab03_tests::racecheck_probe(tool, "matmul-one-phase");
-  const kit::sanitizer::Run many = lab03_tests::racecheck_probe(tool, "matmul");
+  const std::vector<kit::sanitizer::Run> runs =
+      lab03_tests::racecheck_probes(tool, {"matmul-one-phase", "matmul"});
+  const kit::sanitizer::Run& one = runs[0];
+  const kit::sanitizer::Run& many = runs[1];
   CAPTURE(one.command, one.exit_code, many.command, many.exit_code);
   if (one.exit_code == 0 && many.exit_code == 0) {
     SUCCEED("racecheck found no hazard in tiled_matmul_kernel at TILE_WIDTH 16 and 32");

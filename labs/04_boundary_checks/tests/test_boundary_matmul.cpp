@@ -137,8 +137,11 @@ TEST_CASE("tiled kernels make no out-of-bounds access under memcheck", "[lab04][
   }
   const std::string memcheck = "--tool memcheck";
   const std::string probe = KIT_BUILT_PATH(KIT_PROBE_PATH);
-  for (const char* mode : {"square", "rect"}) {
-    const kit::sanitizer::Run r = kit::sanitizer::run(tool, memcheck, probe, mode);
+  const std::vector<std::string> modes = {"square", "rect"};
+  const std::vector<kit::sanitizer::Run> runs = kit::sanitizer::run_each(tool, memcheck, probe, modes);
+  for (std::size_t i = 0; i < modes.size(); ++i) {
+    const std::string& mode = modes[i];
+    const kit::sanitizer::Run& r = runs[i];
     CAPTURE(mode, r.command, r.exit_code);
     if (r.exit_code == 0) continue;
     if (r.exit_code == kit::sanitizer::kWrongResult) {
