@@ -45,6 +45,7 @@ PARTIAL_KEYS = {
     "metric": 'the name the test reports with KIT_METRIC, e.g. metric = "time_ratio"',
     "full_at": "metric value at or below which the test earns full points",
     "zero_at": "metric value at or above which the test earns nothing (greater than full_at)",
+    "step": "optional: points are rounded to a multiple of this, e.g. step = 0.5",
 }
 
 
@@ -55,6 +56,8 @@ class PartialCredit:
     metric: str
     full_at: float
     zero_at: float
+    step: float | None = None  # points rounded to a multiple of it: a timing's noise within a
+    # step leaves the score alone (docs/architecture.md, "The rubric")
 
     def fraction(self, value: float) -> float:
         if value <= self.full_at:
@@ -304,7 +307,12 @@ def _parse_partial(path: Path, where: str, table: Any) -> PartialCredit:
             f"{path}: {where} full_at = {full_at} must be less than zero_at = {zero_at} "
             "(a lower metric is better)"
         )
-    return PartialCredit(metric=metric, full_at=full_at, zero_at=zero_at)
+    step = None
+    if "step" in table:
+        step = _number(path, where, "step", table["step"], PARTIAL_KEYS["step"])
+        if step <= 0:
+            raise GraderError(f"{path}: {where} step = {step} must be greater than 0; {PARTIAL_KEYS['step']}")
+    return PartialCredit(metric=metric, full_at=full_at, zero_at=zero_at, step=step)
 
 
 def _refuse_unknown_keys(path: Path, where: str, table: dict[str, Any], known: dict[str, str]) -> None:

@@ -77,7 +77,10 @@ class SubmissionScore:
 
 def partial_points(points: float, test: RubricTest, value: float) -> float:
     assert test.partial is not None
-    return round(points * test.partial.fraction(value), 2)
+    earned = points * test.partial.fraction(value)
+    if test.partial.step:
+        earned = min(points, round(earned / test.partial.step) * test.partial.step)
+    return round(earned, 2)
 
 
 def score_test(test: RubricTest, outcome: Outcome) -> TestScore:

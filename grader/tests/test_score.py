@@ -19,6 +19,20 @@ def test_partial_credit_is_linear_between_full_at_and_zero_at(ratio, points):
     assert partial_points(10, SPEED, ratio) == pytest.approx(points)
 
 
+STEPPED = RubricTest(
+    "kernel speed", 10, partial=PartialCredit("time_ratio", full_at=1.25, zero_at=2.0, step=0.5)
+)
+
+
+@pytest.mark.parametrize(
+    "ratio, points",
+    # Unrounded: 1.51102 -> 6.52 and 1.50973 -> 6.54 (two gradings of one kernel on the H100).
+    [(1.51102, 6.5), (1.50973, 6.5), (1.25, 10), (1.26, 10), (1.99, 0), (1.6, 5.5), (1.3, 9.5)],
+)
+def test_stepped_partial_credit_rounds_to_the_step_so_timing_noise_leaves_the_score(ratio, points):
+    assert partial_points(10, STEPPED, ratio) == points
+
+
 def test_a_passed_partial_test_earns_from_its_metric_and_says_why():
     score = score_test(SPEED, Outcome("kernel speed", "passed", metrics={"time_ratio": 2.125}))
     assert score.points == 5 and score.max_points == 10
