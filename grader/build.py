@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .inspect import inspect_objects
 from .proc import ProcessResult, run_limited
 from .rubric import Lab
 from .schedule import Need, Scheduler
@@ -236,14 +237,14 @@ def build_submission_lab(
     """Compiles the submission's files of one lab and links its executables."""
     lab = harness.lab
     start = time.monotonic()
-    objects: list[Path] = []
+    objects: dict[str, Path] = {}
     errors: list[str] = []
     for recipe in harness.compiles:
         obj, log = cache.compile(fingerprint, recipe, files[recipe.name])
         if obj is None:
             errors.append(log)
         else:
-            objects.append(obj)
+            objects[recipe.name] = obj
     if errors:
         return BuildResult(
             lab.id,
@@ -253,9 +254,21 @@ def build_submission_lab(
             f"{lab.tag} did not compile",
             duration=time.monotonic() - start,
         )
+    # Before anything links them: what the objects define, use and run before main.
+    refused = inspect_objects(harness.tools, lab.tag, objects)
+    if refused:
+        return BuildResult(
+            lab.id,
+            False,
+            "\n".join(refused),
+            None,
+            f"{lab.tag} compiled, but its code defines or uses what a lab may not (each line below "
+            "names the symbol and the rule; docs/students.md, 'What your code may use')",
+            duration=time.monotonic() - start,
+        )
     executables: dict[str, Path] = {}
     for recipe in harness.links:
-        exe, log = cache.link(fingerprint, recipe, objects)
+        exe, log = cache.link(fingerprint, recipe, list(objects.values()))
         if exe is None:
             # The student's objects link against the kit's: a missing or doubly defined symbol
             # is theirs (a kernel renamed, a function left out).

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .build import BUILD_OUTPUT_LIMIT, BuildConfig, configure_command, trim_log
 from .errors import GraderError
+from .inspect import ObjectTools
 from .proc import run_limited
 from .rubric import Kit, Lab, check_rubric_against_listing
 from .run import ListedTest, RunConfig, list_tests
@@ -82,6 +83,7 @@ class LabHarness:
     data_files: tuple[tuple[str, str], ...] = ()  # (environment variable, student file name)
     probe: str | None = None  # the executable the tests run under compute-sanitizer
     problem: str | None = None  # a kit problem: the lab cannot be graded
+    tools: ObjectTools = ObjectTools()  # the toolchain's nm and readelf, to inspect objects
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,11 @@ def prepare_harness(
     )
     compiles = _read_compile_commands(build_dir)
     links = _read_link_records(build_dir / LINK_RECORDS)
-    lab_harnesses = {lab.id: _lab_harness(kit, lab, build_dir, compiles, links, run_config) for lab in labs}
+    tools = _object_tools(build_dir)
+    lab_harnesses = {
+        lab.id: replace(_lab_harness(kit, lab, build_dir, compiles, links, run_config), tools=tools)
+        for lab in labs
+    }
     recipes = [[list(r.argv) for r in (*h.compiles, *h.links)] for h in lab_harnesses.values()]
     fingerprint = hashlib.sha256(json.dumps(recipes).encode()).hexdigest()[:16]
     return Harness(build_dir, lab_harnesses, fingerprint, duration)
@@ -137,6 +143,21 @@ def _kit_step(kit: Kit, command: list[str], timeout: float, failure: str) -> flo
     if done.timed_out or done.returncode != 0:
         raise GraderError(failure + trim_log(done.output, kit.root))
     return done.duration
+
+
+def _object_tools(build_dir: Path) -> ObjectTools:
+    """nm and readelf as the kit's CMake found them (its cache), else by name on PATH."""
+    found = {}
+    cache = build_dir / "CMakeCache.txt"
+    for line in cache.read_text(errors="replace").splitlines() if cache.is_file() else []:
+        key, _, value = line.partition("=")
+        if (
+            key in ("CMAKE_NM:FILEPATH", "CMAKE_READELF:FILEPATH")
+            and value
+            and not value.endswith("NOTFOUND")
+        ):
+            found[key.split(":")[0]] = value
+    return ObjectTools(nm=found.get("CMAKE_NM", "nm"), readelf=found.get("CMAKE_READELF", "readelf"))
 
 
 def _read_compile_commands(build_dir: Path) -> list[dict]:

@@ -183,7 +183,7 @@ def write_fake_catch2(folder: Path, name: str, tests: list[dict]) -> Path:
 @pytest.fixture
 def fake_tools(tmp_path: Path) -> Path:
     tools = tmp_path / "tools"
-    for helper in ("fake_catch2.py", "fake_cc.py", "fake_ld.py"):
+    for helper in ("fake_catch2.py", "fake_cc.py", "fake_ld.py", "fake_binutils.py"):
         make_executable(FAKES / helper, tools)
     return make_executable(FAKES / "fake_cmake.py", tools)
 

@@ -133,6 +133,18 @@ def test_a_compile_error_costs_only_its_lab_and_names_only_the_students_file(fak
     assert build_submission_lab(harness.labs["03"], harness.fingerprint, {"other.cu": b"int z;\n"}, cache).ok
 
 
+def test_objects_that_use_what_a_lab_may_not_are_refused_before_linking(fake_kit, tmp_path):
+    harness = harness_for(fake_kit, tmp_path)
+    cache = cache_for(fake_kit, tmp_path)
+    assert harness.labs["02"].tools.nm.endswith("fake_binutils.py")  # from the kit's CMake cache
+    forged = {"demo.cu": b"// FAKE-SYMBOL U fopen\n// FAKE-SYMBOL T lab02::demo_host(int)\n"}
+    result = build_submission_lab(harness.labs["02"], harness.fingerprint, forged, cache)
+    assert not result.ok and "defines or uses what a lab may not" in result.problem
+    assert result.log_tail.startswith("demo.cu: uses fopen, which a lab's code may use only")
+    assert "lab02::demo_host" not in result.log_tail  # its own namespace: allowed
+    assert cache.linked == 0  # refused before anything linked them
+
+
 def test_a_link_error_is_the_students_and_says_so(fake_kit, tmp_path):
     harness = harness_for(fake_kit, tmp_path)
     cache = cache_for(fake_kit, tmp_path)

@@ -73,7 +73,8 @@ TEST_HEAD = LAB02_RUBRIC.split("[[test]]")[0]
             ["metric = 'time ratio'"],
         ),
         (
-            '[[test]]\nname = "a"\npoints = 1\n[test.partial]\nmetric = "t"\nfull_at = 1\nzero_at = 2\nstep = 0\n',
+            '[[test]]\nname = "a"\npoints = 1\n[test.partial]\nmetric = "t"\n'
+            "full_at = 1\nzero_at = 2\nstep = 0\n",
             ["step = 0.0 must be greater than 0", "step = 0.5"],
         ),
         ("", ["no [[test]] entries"]),

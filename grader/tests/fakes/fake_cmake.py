@@ -30,7 +30,9 @@ def configure(args):
         print("CMake Error at CMakeLists.txt:3 (project): No CMAKE_CUDA_COMPILER could be found.")
         return 1
     build.mkdir(parents=True, exist_ok=True)
-    (build / "CMakeCache.txt").write_text("\n".join(args))
+    binutils = HERE / "fake_binutils.py"
+    tools = [f"CMAKE_NM:FILEPATH={binutils}", f"CMAKE_READELF:FILEPATH={binutils}"]
+    (build / "CMakeCache.txt").write_text("\n".join(args + tools))
     (build / "fake_source").write_text(str(source))
     return 0
 

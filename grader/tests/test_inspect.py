@@ -1,0 +1,73 @@
+"""inspect.py on objects nvcc really compiled: a fair lab file passes, and each forgery of the
+hardening issue is refused with the symbol and the rule; the kit's own solutions pass too."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from grader.inspect import ObjectTools, inspect_objects
+
+CASES = Path(__file__).parent / "inspect_cases"
+KIT = Path(__file__).resolve().parents[2]
+NVCC = shutil.which("nvcc") or (
+    "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None
+)
+
+pytestmark = pytest.mark.skipif(
+    NVCC is None, reason="nvcc is not installed: these tests compile real objects"
+)
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("objects")
+    objects = {}
+    sources = {
+        "fair.cu": CASES / "fair.cu",
+        "hostile.cu": CASES / "hostile.cu",
+        "naive_matmul.cu": KIT / "solutions" / "02_naive_matmul" / "naive_matmul.cu",
+    }
+    for name, source in sources.items():
+        if not source.exists():
+            continue
+        obj = out / f"{name}.o"
+        subprocess.run(
+            [NVCC, "-c", "-std=c++17", "-arch=sm_90", "-I", str(KIT / "common" / "include"),
+             "-I", str(KIT / "labs" / "02_naive_matmul"), str(source), "-o", str(obj)],
+            check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+        objects[name] = obj
+    return objects
+
+
+def test_a_fair_lab_file_and_the_reference_solution_pass(compiled):
+    assert inspect_objects(ObjectTools(), "lab02", {"fair.cu": compiled["fair.cu"]}) == []
+    if "naive_matmul.cu" in compiled:
+        assert inspect_objects(ObjectTools(), "lab02", {"naive_matmul.cu": compiled["naive_matmul.cu"]}) == []
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["uses lab02_reference::launch_naive_matmul", "the kit's checks"],
+        ["defines kit::time_on_device", "outside namespace lab02", "may not replace the kit's"],
+        ["uses fopen"],
+        ["uses std::basic_ofstream"],
+        ["uses cudaEventElapsedTime"],
+        ["defines global_counter outside namespace lab02"],
+        ["runs before main (.init_array", "global object with a constructor"],
+    ],
+)
+def test_each_forgery_is_refused_naming_the_file_the_symbol_and_the_rule(compiled, words):
+    problems = inspect_objects(ObjectTools(), "lab02", {"hostile.cu": compiled["hostile.cu"]})
+    assert any(all(word in problem for word in words) for problem in problems), "\n".join(problems)
+    assert all(problem.startswith("hostile.cu: ") for problem in problems)
+
+
+def test_both_code_that_runs_before_main_is_counted(compiled):
+    problems = inspect_objects(ObjectTools(), "lab02", {"hostile.cu": compiled["hostile.cu"]})
+    assert len([p for p in problems if "runs before main" in p]) == 2  # the object, the attribute
