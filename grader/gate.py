@@ -35,7 +35,6 @@ class GpuGate:
         self._grant_read, self._grant_write = os.pipe()
         self._ended = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
-        self.windows = 0  # how many were granted, for tests and the benchmark
 
     def env(self) -> dict[str, str]:
         return {ENV_NAME: f"{self._request_write},{self._grant_read}"}
@@ -75,7 +74,6 @@ class GpuGate:
                             if not window.enter_context(self._open_window(self._ended.is_set)):
                                 return  # the process ended while it waited
                             holding = True
-                            self.windows += 1
                         if not _send(self._grant_write, GRANT):
                             return
                     elif byte == DONE[0] and holding:

@@ -215,8 +215,7 @@ def _qualified_name(name: str) -> str:
         elif char == ">":
             depth -= 1
         elif depth == 0 and char == " " and not name[index + 1 :].startswith(("const", "volatile")):
-            if "(" not in name[:index]:
-                start = index + 1
+            start = index + 1
         elif depth == 0 and char == "(" and not name[:index].endswith("operator"):
             return name[start:]
     return name[start:]
