@@ -26,6 +26,7 @@ from .progress import PlainProgress
 from .report import format_points, text_table
 from .rubric import Kit, Lab
 from .score import SubmissionScore
+from .timeline import Timeline, build_timeline, plot_timeline
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class Pass:
     windows: int
     window_seconds: float
     parked_seconds: float
+    timeline: Timeline = field(repr=False)
     scores: dict[str, SubmissionScore] = field(repr=False)
 
     @property
@@ -107,6 +109,7 @@ def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[Synthe
             windows=engine.scheduler.stats.started.get("window", 0),
             window_seconds=engine.scheduler.stats.window_seconds,
             parked_seconds=engine.scheduler.stats.parked_seconds,
+            timeline=build_timeline(engine.scheduler.stats.spans, start, wall),
             scores=scores,
         )
 
@@ -207,6 +210,11 @@ def run_bench(
         f"measuring windows (a GPU alone): {engine.windows}, open {engine.window_seconds:.1f} s in all; "
         f"processes waited {engine.parked_seconds:.1f} s in all for them"
     )
+    print(
+        f"GPU idle (no test process running, no window open): {engine.timeline.gpu_idle_seconds:.1f} s "
+        f"of {engine.wall:.1f} s; GPU test processes running: {engine.timeline.mean_gpu_running:.1f} "
+        "on average"
+    )
     print("\nwhere the test processes' time went (engine pass, summed over submissions):")
     for name, seconds, count in slowest_tests(engine.scores):
         print(f"  {seconds:7.1f} s  {count:3d} runs  {name}")
@@ -240,6 +248,10 @@ def run_bench(
         out.mkdir(parents=True, exist_ok=True)
         (out / "bench.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"\nfigures in {out / 'bench.json'}")
+        for p in passes + repeats:
+            chart = out / f"timeline-{_file_name(p.name)}.png"
+            why_not = plot_timeline(p.timeline, f"{p.name} pass", chart)
+            print(why_not or f"timeline of the {p.name} pass in {chart}")
     return 0
 
 
@@ -251,6 +263,10 @@ def _pass_line(p: Pass, first: Pass | None) -> str:
         same = not score_differences(first.scores, p.scores)
         line += f"; scores {'the same as' if same else 'DIFFERENT from'} the first engine pass"
     return line
+
+
+def _file_name(pass_name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in pass_name).strip("-").replace("--", "-")
 
 
 def _pass_json(p: Pass) -> dict:
@@ -267,5 +283,7 @@ def _pass_json(p: Pass) -> dict:
         "windows": p.windows,
         "window_s": round(p.window_seconds, 2),
         "parked_s": round(p.parked_seconds, 2),
+        "gpu_idle_s": round(p.timeline.gpu_idle_seconds, 2),
+        "mean_gpu_running": round(p.timeline.mean_gpu_running, 2),
         "totals": {student_id: score.points for student_id, score in p.scores.items()},
     }

@@ -86,14 +86,28 @@ class _Lane:
         return len(self.deadlines)
 
 
+@dataclass(frozen=True)
+class Span:
+    """One stretch of a run's timeline, in time.monotonic() seconds: a job holding its slot
+    ("cpu", "gpu"), a process parked waiting for its window ("parked") or a window ("window")."""
+
+    kind: str
+    start: float
+    end: float
+    gpu: str | None = None
+    key: str | None = None
+
+
 @dataclass
 class SchedulerStats:
-    """What the benchmark reports: how many jobs and windows there were, and the most at once."""
+    """What the benchmark reports: how many jobs and windows there were, the most at once, and
+    the timeline (grader/bench.py draws it)."""
 
     started: dict[str, int] = field(default_factory=dict)
     most_at_once: dict[str, int] = field(default_factory=dict)
     parked_seconds: float = 0.0  # summed over processes waiting for their window
     window_seconds: float = 0.0  # summed over open windows: time a GPU had one process alone
+    spans: list[Span] = field(default_factory=list)
 
 
 def _never() -> bool:
@@ -149,10 +163,14 @@ class Scheduler:
             yield granted
         finally:
             self._close_window(lane, granted)
+            closed = time.monotonic()
             with self._changed:
                 lease.parked += opened - asked
                 self.stats.parked_seconds += opened - asked
-                self.stats.window_seconds += (time.monotonic() - opened) if granted else 0.0
+                self.stats.spans.append(Span("parked", asked, opened, lane.gpu, lease.key))
+                if granted:
+                    self.stats.window_seconds += closed - opened
+                    self.stats.spans.append(Span("window", opened, closed, lane.gpu, lease.key))
 
     # -----------------------------------------------------------------------------------------
 
@@ -197,9 +215,11 @@ class Scheduler:
 
     def _release(self, lease: Lease) -> None:
         with self._changed:
+            ended = time.monotonic()
+            self.stats.spans.append(Span(lease.need.value, lease.started, ended, lease.gpu, lease.key))
             if lease.key is not None:
                 seen = self._durations.setdefault(lease.key, [])
-                seen.append(time.monotonic() - lease.started - lease.parked)
+                seen.append(ended - lease.started - lease.parked)
                 del seen[:-5]
             self._cpu_used -= 1
             if lease.need is Need.GPU:

@@ -33,6 +33,11 @@ def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_p
     assert [p["name"] for p in report["passes"]] == ["serial", "engine", "engine again (1)"]
     assert report["passes"][0]["most_at_once"].get("cpu", 0) == 1  # serial means one at a time
     assert report["passes"][1]["totals"]["reference-copy1"] == 60
+    # No GPU in the fake kit: its GPU tests run on CPU slots, so a GPU did nothing all along.
+    engine = report["passes"][1]
+    assert engine["wall_s"] > 0 and abs(engine["gpu_idle_s"] - engine["wall_s"]) <= 0.01
+    assert "GPU idle (no test process running, no window open)" in shown
+    assert "timeline" in shown
 
 
 def test_a_changed_point_is_reported_with_its_test_and_metric():
