@@ -11,16 +11,19 @@ processes, and windows in which one test process has its GPU to itself.
   the GPU to itself, but only while it measures: the process asks for a window through its
   GPU gate (grader/gate.py) and waits, parked, holding neither slot. Emptying a GPU costs the
   time of its longest running test, so windows are batched: a request waits while GPU jobs are
-  queued, and is granted when the GPU falls idle; once one has waited `max_defer` seconds its
-  lane drains (no new job starts there), and every window asked for on the lane is granted, one
-  after the other, before the queued jobs start. So windows cannot starve, and a class pays a
-  few drains instead of one per timed test (measured on an H100: a drain per test kept the GPU
-  half idle). While a window is open, every other process on its GPU is parked: no other work
-  runs there.
+  queued, and is granted when the GPU falls idle; at its drain time its lane drains (no new job
+  starts there), and every window asked for on the lane is granted, one after the other, before
+  the queued jobs start. So windows cannot starve, and a class pays a few drains instead of one
+  per timed test (measured on an H100: a drain per test kept the GPU half idle). While a window
+  is open, every other process on its GPU is parked: no other work runs there.
 - A drain waits for the longest test running on its lane (a sanitizer run takes seconds), so
   jobs say what they are (`key`, e.g. the test's name) and the scheduler learns how long each
-  kind runs; while a window is asked for on a lane, a job expected to outlast the wait until
-  its drain does not start there (backfilling). The drain then finds only short jobs running.
+  kind runs. A request's drain time is `max_defer` seconds after it was asked, or later if a
+  job running on the lane is expected to end later: draining before then would leave the GPU
+  to that one job (measured on an H100: 15 s with one process running and twelve parked).
+  While a window is asked for, a job starts on the lane only if it is expected to end before
+  the drain time (backfilling); a kind of job never seen before is expected to run as long as
+  the longest kind seen so far. The drain then finds only jobs about to end.
 - Every GPU is a lane of its own; a job is given one GPU index, which the run stage passes to
   its process as CUDA_VISIBLE_DEVICES, so the same code uses every GPU of a node.
 
@@ -76,10 +79,14 @@ class Lease:
 @dataclass
 class _Lane:
     gpu: str
-    running: int = 0  # GPU jobs running here, parked ones not counted
+    active: dict[int, Lease] = field(default_factory=dict)  # GPU jobs running here, not parked
     window_open: bool = False
     deadlines: list[float] = field(default_factory=list)  # one per parked job waiting for a window
     draining: bool = False  # a window waited long enough: no job starts here
+
+    @property
+    def running(self) -> int:
+        return len(self.active)
 
     @property
     def windows_asked(self) -> int:
@@ -148,6 +155,13 @@ class Scheduler:
         seen = self._durations.get(key) if key is not None else None
         return statistics.median(seen) if seen else None
 
+    def _expected_or_longest(self, key: str | None) -> float | None:
+        expected = self.expected_seconds(key)
+        if expected is not None or key is None:
+            return expected
+        known = [statistics.median(seen) for seen in self._durations.values() if seen]
+        return max(known) if known else None
+
     @contextmanager
     def window(self, lease: Lease, cancelled: Callable[[], bool] = _never) -> Iterator[bool]:
         """The lease's GPU to itself, for as long as the block runs. Yields False instead when
@@ -157,12 +171,12 @@ class Scheduler:
             return
         lane = self._lane(lease.gpu)
         asked = time.monotonic()
-        granted = self._open_window(lane, cancelled)
+        granted = self._open_window(lane, lease, cancelled)
         opened = time.monotonic()
         try:
             yield granted
         finally:
-            self._close_window(lane, granted)
+            self._close_window(lane, lease, granted)
             closed = time.monotonic()
             with self._changed:
                 lease.parked += opened - asked
@@ -183,17 +197,18 @@ class Scheduler:
                 self._cpu_used += 1
                 self._count(need.value, self._cpu_used)
                 return Lease(need, None, key, time.monotonic())
-            expected = self.expected_seconds(key)
+            expected = self._expected_or_longest(key)
             self._gpu_jobs_waiting.append(expected)
             lane = self._changed.wait_for(
                 lambda: self._lane_for(expected) if self._cpu_used < self.cpu_slots else None
             )
             self._gpu_jobs_waiting.remove(expected)
             assert lane is not None
-            lane.running += 1
+            lease = Lease(need, lane.gpu, key, time.monotonic())
+            lane.active[id(lease)] = lease
             self._cpu_used += 1
             self._count(need.value, sum(lane.running for lane in self._lanes))
-            return Lease(need, lane.gpu, key, time.monotonic())
+            return lease
 
     def _cpu_free_for_cpu_job(self) -> bool:
         # A GPU test that could start now goes first: an idle GPU is what a class waits for.
@@ -210,6 +225,16 @@ class Scheduler:
         # Backfilling: with a window asked for, only a job expected to end before its drain.
         return not lane.deadlines or expected is None or time.monotonic() + expected <= min(lane.deadlines)
 
+    def _drain_time(self, lane: _Lane, asked: float) -> float:
+        """When a window asked for now drains its lane: `max_defer` from now, or when the job
+        running there that is expected to end last ends, whichever is later."""
+        ends = [asked + self.max_defer]
+        for lease in lane.active.values():
+            expected = self.expected_seconds(lease.key)
+            if expected is not None:
+                ends.append(lease.started + lease.parked + expected)
+        return max(ends)
+
     def _lane(self, gpu: str) -> _Lane:
         return next(lane for lane in self._lanes if lane.gpu == gpu)
 
@@ -223,16 +248,16 @@ class Scheduler:
                 del seen[:-5]
             self._cpu_used -= 1
             if lease.need is Need.GPU:
-                self._lane(lease.gpu).running -= 1
+                self._lane(lease.gpu).active.pop(id(lease), None)
             self._changed.notify_all()
 
-    def _open_window(self, lane: _Lane, cancelled: Callable[[], bool]) -> bool:
+    def _open_window(self, lane: _Lane, lease: Lease, cancelled: Callable[[], bool]) -> bool:
         with self._changed:
             # Parked: the process waits on its gate, doing no CPU or GPU work, so its slots
             # are lent to others until its window closes.
-            lane.running -= 1
+            lane.active.pop(id(lease), None)
             self._cpu_used -= 1
-            deadline = time.monotonic() + self.max_defer
+            deadline = self._drain_time(lane, time.monotonic())
             lane.deadlines.append(deadline)
             self._changed.notify_all()
             granted = False
@@ -255,14 +280,14 @@ class Scheduler:
                 lane.window_open = True
                 self._count("window", 1)
             else:
-                lane.running += 1
+                lane.active[id(lease)] = lease
                 self._cpu_used += 1
                 if lane.windows_asked == 0 and not lane.window_open:
                     lane.draining = False
             self._changed.notify_all()
             return granted
 
-    def _close_window(self, lane: _Lane, granted: bool) -> None:
+    def _close_window(self, lane: _Lane, lease: Lease, granted: bool) -> None:
         if not granted:
             return
         with self._changed:
@@ -271,7 +296,7 @@ class Scheduler:
                 lane.draining = False  # the batch is done: queued jobs start again
             # Back to running on its slots, which may briefly exceed them: a window's process
             # is about to end, and making it wait for a slot would hold up the next window.
-            lane.running += 1
+            lane.active[id(lease)] = lease
             self._cpu_used += 1
             self._changed.notify_all()
 

@@ -262,6 +262,69 @@ def test_while_a_window_is_asked_for_only_jobs_that_end_before_its_drain_start()
     assert spans["window"][0] < spans["running"][1] + 0.2  # opened once the lane fell idle
 
 
+def learn(scheduler: Scheduler, **seconds: float) -> None:
+    for key, duration in seconds.items():
+        with scheduler.hold(Need.GPU, key=key):
+            time.sleep(duration)
+
+
+def test_a_drain_waits_for_a_long_running_job_and_short_jobs_fill_the_gpu_until_it_ends():
+    # Draining at max_defer would leave the GPU to the long job alone for most of its run.
+    scheduler = Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=4, max_defer=0.1)
+    learn(scheduler, long=0.6, short=0.05)
+    times: dict[str, float] = {}
+    short_starts: list[float] = []
+    stop = threading.Event()
+
+    def long_job() -> None:
+        with scheduler.hold(Need.GPU, key="long"):
+            time.sleep(0.6)
+        times["long ended"] = time.monotonic()
+
+    def shorts() -> None:
+        while not stop.is_set():
+            with scheduler.hold(Need.GPU, key="short"):
+                short_starts.append(time.monotonic())
+                time.sleep(0.05)
+
+    threads = [threading.Thread(target=long_job)]
+    threads[0].start()
+    time.sleep(0.05)
+    with scheduler.hold(Need.GPU, key="timed") as lease:
+        threads.append(threading.Thread(target=shorts))
+        threads[1].start()
+        times["asked"] = time.monotonic()
+        with scheduler.window(lease):
+            times["window"] = time.monotonic()
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=10)
+    # Short jobs kept starting past max_defer, up to the long job's end.
+    assert any(times["asked"] + 0.25 < start < times["window"] for start in short_starts)
+    assert times["long ended"] <= times["window"] < times["long ended"] + 0.3
+
+
+def test_a_kind_of_job_never_seen_is_expected_to_run_as_long_as_the_longest_seen():
+    scheduler = Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=4, max_defer=0.3)
+    learn(scheduler, long=0.6)
+    times: dict[str, float] = {}
+
+    def new_kind() -> None:
+        with scheduler.hold(Need.GPU, key="never seen"):
+            times["new started"] = time.monotonic()
+
+    busy = threading.Thread(target=lambda: learn(scheduler, other=0.1))
+    busy.start()  # so that the window cannot open at once
+    with scheduler.hold(Need.GPU, key="timed") as lease:
+        waiting = threading.Thread(target=new_kind)
+        threading.Timer(0.02, waiting.start).start()
+        with scheduler.window(lease):
+            times["window"] = time.monotonic()
+    waiting.join(timeout=5)
+    busy.join(timeout=5)
+    assert times["new started"] >= times["window"]
+
+
 def test_without_a_gpu_gpu_jobs_take_cpu_slots_and_windows_open_at_once():
     scheduler = Scheduler(cpu_slots=2, gpus=[], gpu_slots=4)
     spans = run_jobs(scheduler, [Need.GPU, Need.CPU, Need.GPU])
