@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .collect import submission_from_files
@@ -25,6 +25,7 @@ from .pipeline import Engine, GradeOptions
 from .progress import PlainProgress
 from .report import format_points, text_table
 from .rubric import Kit, Lab
+from .schedule import Span
 from .score import SubmissionScore
 from .timeline import Timeline, build_timeline, plot_timeline
 
@@ -74,6 +75,7 @@ class Pass:
     window_seconds: float
     parked_seconds: float
     timeline: Timeline = field(repr=False)
+    spans: list[Span] = field(repr=False)  # times from the pass's start
     scores: dict[str, SubmissionScore] = field(repr=False)
 
     @property
@@ -110,6 +112,11 @@ def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[Synthe
             window_seconds=engine.scheduler.stats.window_seconds,
             parked_seconds=engine.scheduler.stats.parked_seconds,
             timeline=build_timeline(engine.scheduler.stats.spans, start, wall),
+            spans=[
+                replace(span, start=span.start - start, end=span.end - start)
+                for span in engine.scheduler.stats.spans
+                if span.end >= start
+            ],
             scores=scores,
         )
 
@@ -249,6 +256,9 @@ def run_bench(
         (out / "bench.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"\nfigures in {out / 'bench.json'}")
         for p in passes + repeats:
+            (out / f"timeline-{_file_name(p.name)}.json").write_text(
+                json.dumps([asdict(span) for span in p.spans]) + "\n", encoding="utf-8"
+            )
             chart = out / f"timeline-{_file_name(p.name)}.png"
             why_not = plot_timeline(p.timeline, f"{p.name} pass", chart)
             print(why_not or f"timeline of the {p.name} pass in {chart}")

@@ -82,7 +82,10 @@ class Engine:
 
     @property
     def in_flight(self) -> int:
-        return self.options.in_flight or max(2, self.scheduler.total_slots // 2)
+        # Twice the slots: a submission whose last tests are parked, waiting for a window, has
+        # nothing to run, and the others must keep the GPU busy meanwhile (on the H100 with
+        # half the slots, every submission in flight was parked and one process ran for 20 s).
+        return self.options.in_flight or max(2, 2 * self.scheduler.total_slots)
 
     def harness(self) -> Harness:
         if self._harness is None:

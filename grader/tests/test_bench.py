@@ -38,6 +38,9 @@ def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_p
     assert engine["wall_s"] > 0 and abs(engine["gpu_idle_s"] - engine["wall_s"]) <= 0.01
     assert "GPU idle (no test process running, no window open)" in shown
     assert "timeline" in shown
+    spans = json.loads((tmp_path / "timeline-engine.json").read_text())
+    assert spans and {"kind", "start", "end", "gpu", "key"} <= spans[0].keys()
+    assert all(span["end"] >= 0 for span in spans)
 
 
 def test_a_changed_point_is_reported_with_its_test_and_metric():
