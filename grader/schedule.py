@@ -18,12 +18,13 @@ processes, and windows in which one test process has its GPU to itself.
   is open, every other process on its GPU is parked: no other work runs there.
 - A drain waits for the longest test running on its lane (a sanitizer run takes seconds), so
   jobs say what they are (`key`, e.g. the test's name) and the scheduler learns how long each
-  kind runs. A request's drain time is `max_defer` seconds after it was asked, or later if a
-  job running on the lane is expected to end later: draining before then would leave the GPU
-  to that one job (measured on an H100: 15 s with one process running and twelve parked).
-  While a window is asked for, a job starts on the lane only if it is expected to end before
-  the drain time (backfilling); a kind of job never seen before is expected to run as long as
-  the longest kind seen so far. The drain then finds only jobs about to end.
+  kind may run (the longest of its last runs). A request's drain time is `max_defer` seconds
+  after it was asked, or later if a job running on the lane is expected to end later (at most
+  three times `max_defer`): draining before then would leave the GPU to that one job (measured
+  on an H100: 15 s with one process running and twelve parked). While a window is asked for,
+  a job starts on the lane only if it is expected to end before the drain time (backfilling);
+  a kind of job never seen before is expected to run as long as the longest kind seen so far.
+  The drain then finds only jobs about to end.
 - Every GPU is a lane of its own; a job is given one GPU index, which the run stage passes to
   its process as CUDA_VISIBLE_DEVICES, so the same code uses every GPU of a node.
 
@@ -33,7 +34,6 @@ On a machine without a GPU, GPU jobs are CPU jobs (their tests report themselves
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import threading
 import time
@@ -151,15 +151,17 @@ class Scheduler:
             self._release(lease)
 
     def expected_seconds(self, key: str | None) -> float | None:
-        """How long a job of this kind ran here, the median of the last few; None if unknown."""
+        """How long a job of this kind may run, the longest of its last few runs here; None if
+        unknown. The longest, not the median: a sanitizer run on a racy kernel takes 25 s where
+        a clean one takes 9 s (H100), and a drain timed by the median waited for it alone."""
         seen = self._durations.get(key) if key is not None else None
-        return statistics.median(seen) if seen else None
+        return max(seen) if seen else None
 
     def _expected_or_longest(self, key: str | None) -> float | None:
         expected = self.expected_seconds(key)
         if expected is not None or key is None:
             return expected
-        known = [statistics.median(seen) for seen in self._durations.values() if seen]
+        known = [max(seen) for seen in self._durations.values() if seen]
         return max(known) if known else None
 
     @contextmanager
@@ -227,13 +229,15 @@ class Scheduler:
 
     def _drain_time(self, lane: _Lane, asked: float) -> float:
         """When a window asked for now drains its lane: `max_defer` from now, or when the job
-        running there that is expected to end last ends, whichever is later."""
+        running there that is expected to end last ends, whichever is later, but no later than
+        three times `max_defer` (a job that once ran into its time limit must not hold windows
+        back that long every time)."""
         ends = [asked + self.max_defer]
         for lease in lane.active.values():
             expected = self.expected_seconds(lease.key)
             if expected is not None:
                 ends.append(lease.started + lease.parked + expected)
-        return max(ends)
+        return min(max(ends), asked + 3 * self.max_defer)
 
     def _lane(self, gpu: str) -> _Lane:
         return next(lane for lane in self._lanes if lane.gpu == gpu)
