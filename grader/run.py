@@ -1,16 +1,20 @@
 """Stage 4, run: each rubric test in its own process, its result read from Catch2's XML reporter.
 
 One process per test because a CUDA fault is sticky for the rest of its process (docs/architecture.md).
-The result comes only from the XML file Catch2 writes for the exact test requested; an exit
-code of 0 without that file is a crash, never a pass.
+The result comes only from the XML report Catch2 writes for the exact test requested, through
+a pipe the grader opened for that process alone (no file the student's code could find, open
+or leave behind: the object inspection refuses the calls that could reach the pipe); an exit
+code of 0 without that report is a crash, never a pass.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import select
 import signal
 import tempfile
+import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -30,6 +34,7 @@ ENV_KEPT = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES")
 ENV_KEPT_PREFIXES = ("NVIDIA_",)
 # Elements whose text explains a failure, in the order Catch2 writes them.
 MESSAGE_TAGS = ("Info", "Failure", "Exception", "FatalErrorCondition")
+REPORT_LIMIT = 4 << 20  # bytes of XML report kept; a longer one is cut, so it fails to parse
 
 
 @dataclass(frozen=True)
@@ -143,41 +148,75 @@ def run_test(
     """One test case in its own process: the one place where the engine starts a test. With a
     gate, the process may ask for its GPU to itself while it measures (grader/gate.py)."""
     run_dir = Path(tempfile.mkdtemp(prefix="test-", dir=work_dir))
-    xml_path = run_dir / "result.xml"
-    command = [
-        str(exe),
-        name,
-        "--reporter",
-        f"xml::out={xml_path}",
-        "--reporter",
-        "console::colour-mode=none",
-    ]
-    with gate or nullcontext():
+    with ReportPipe() as report, gate or nullcontext():
+        command = [
+            str(exe),
+            name,
+            "--reporter",
+            f"xml::out=/dev/fd/{report.child_fd}",
+            "--reporter",
+            "console::colour-mode=none",
+        ]
         result = run_limited(
             command,
             cwd=run_dir,
             timeout=config.timeout,
             output_limit=config.output_limit,
             env=scrubbed_env(run_dir, {**(env or {}), **(gate.env() if gate else {})}),
-            pass_fds=gate.child_fds() if gate else (),
+            pass_fds=report.hand_over() + (gate.child_fds() if gate else ()),
         )
-    return outcome_from(name, result, xml_path, config)
-    gate.start()
-    try:
-        result = run_limited(
-            command,
-            cwd=run_dir,
-            timeout=config.timeout,
-            output_limit=config.output_limit,
-            env=scrubbed_env(run_dir, {**(env or {}), **gate.env()}),
-            pass_fds=gate.child_fds(),
-        )
-    finally:
-        gate.close()
-    return outcome_from(name, result, xml_path, config)
+    return outcome_from(name, result, report.text, config)
 
 
-def outcome_from(name: str, result: ProcessResult, xml_path: Path, config: RunConfig) -> Outcome:
+class ReportPipe:
+    """The pipe a test process writes its Catch2 XML report into: the child gets the write end
+    (run_limited closes it here once the child has it), a thread here reads until every copy of
+    that end is closed, or until the block ends (a daemon that kept a copy cannot hold the test
+    up). Keeps the first REPORT_LIMIT bytes."""
+
+    def __init__(self) -> None:
+        self._read, self.child_fd = os.pipe()
+        self._handed = False
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self.text = ""
+
+    def hand_over(self) -> tuple[int]:
+        """The child's end, for run_limited(pass_fds=...), which closes it after spawning."""
+        self._handed = True
+        return (self.child_fd,)
+
+    def __enter__(self) -> ReportPipe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._handed:
+            os.close(self.child_fd)
+        self._done.set()
+        self._thread.join()
+        os.close(self._read)
+        self.text = b"".join(self._chunks).decode("utf-8", "replace")
+
+    def _drain(self) -> None:
+        while True:
+            ready, _, _ = select.select([self._read], [], [], 0.1)
+            if not ready:
+                if self._done.is_set():
+                    return
+                continue
+            chunk = os.read(self._read, 65536)
+            if not chunk:
+                return
+            room = REPORT_LIMIT - self._size
+            if room > 0:
+                self._chunks.append(chunk[:room])
+                self._size += min(len(chunk), room)
+
+
+def outcome_from(name: str, result: ProcessResult, report: str, config: RunConfig) -> Outcome:
     """Decides one test's status from its exit and its XML; the XML must be for this test."""
     outcome = Outcome(name, "crashed", duration=result.duration, output=result.output)
     if result.timed_out:
@@ -187,7 +226,7 @@ def outcome_from(name: str, result: ProcessResult, xml_path: Path, config: RunCo
             "(look for a kernel or loop that never ends)"
         )
         return outcome
-    parsed = _read_result(xml_path, name)
+    parsed = _read_result(report, name)
     if isinstance(parsed, str):
         outcome.messages.append(f"{parsed} ({_describe_exit(result.returncode)})")
         return outcome
@@ -210,18 +249,20 @@ def outcome_from(name: str, result: ProcessResult, xml_path: Path, config: RunCo
     return outcome
 
 
-def _read_result(xml_path: Path, name: str) -> ET.Element | str:
+def _read_result(report: str, name: str) -> ET.Element | str:
     """The TestCase element for `name`, or why there is none."""
+    if not report.strip():
+        return "no result: the test process ended before Catch2 wrote its report"
     try:
-        root = ET.parse(xml_path).getroot()
-    except FileNotFoundError:
-        return "no result file: the test process ended before Catch2 wrote its report"
+        root = ET.fromstring(report)
     except ET.ParseError:
-        return "no result file: the report Catch2 wrote is incomplete or garbled"
+        return "no result: the report Catch2 wrote is incomplete or garbled"
     cases = list(root.iter("TestCase"))
     if len(cases) != 1 or cases[0].get("name") != name:
         found = ", ".join(repr(case.get("name")) for case in cases) or "none"
-        return f"no result file for this test: the report holds {found}"
+        return f"no result for this test: the report holds {found}"
+    if cases[0].find("OverallResult") is None:
+        return "no result: the report ends before the test did"
     return cases[0]
 
 

@@ -29,6 +29,8 @@ def exe(tmp_path) -> Path:
         {"name": "writes another test's result", "tags": "[lab02]", "behaviour": "wrongname"},
         {"name": "prints a megabyte", "tags": "[lab02]", "behaviour": "spam"},
         {"name": "shows its environment", "tags": "[lab02]", "behaviour": "env"},
+        {"name": "forges a report file", "tags": "[lab02]", "behaviour": "forges"},
+        {"name": "leaves a daemon", "tags": "[lab02]", "behaviour": "daemon"},
     ]
     return write_fake_catch2(tmp_path / "bin", "lab02_tests", tests)
 
@@ -42,7 +44,7 @@ def run(exe: Path, name: str, **config):
 def test_listing_gives_names_and_tags(exe, tmp_path):
     listed = list_tests(exe, tmp_path, RunConfig())
     assert listed[0].name == "passes" and listed[0].tags == ("lab02", "correctness", "cpu")
-    assert len(listed) == 12
+    assert len(listed) == 14
 
 
 def test_listing_garbage_is_an_error_naming_the_executable():
@@ -109,12 +111,26 @@ def alive(pid: int) -> bool:
 
 
 @pytest.mark.parametrize(
-    "name", ["writes no result", "writes a garbled result", "writes another test's result"]
+    "name",
+    ["writes no result", "writes a garbled result", "writes another test's result", "forges a report file"],
 )
 def test_exit_code_zero_without_a_proper_result_is_not_a_pass(exe, name):
     outcome = run(exe, name)
     assert outcome.status == "crashed"
-    assert "no result file" in outcome.messages[0] and "exit code 0" in outcome.messages[0]
+    assert "no result" in outcome.messages[0] and "exit code 0" in outcome.messages[0]
+
+
+def test_a_daemon_holding_the_report_pipe_does_not_hold_the_test_up(exe):
+    start = time.monotonic()
+    outcome = run(exe, "leaves a daemon")
+    assert outcome.status == "passed"
+    assert time.monotonic() - start < 10
+
+
+def test_a_report_that_ends_before_its_test_did_is_not_a_result():
+    cut = '<Catch2TestRun><TestCase name="t"><Section name="s"/></TestCase></Catch2TestRun>'
+    outcome = outcome_from("t", ProcessResult(0, "", False, 0.1), cut, RunConfig())
+    assert outcome.status == "crashed" and "ends before the test did" in outcome.messages[0]
 
 
 def test_console_output_is_capped(exe):
@@ -137,9 +153,8 @@ def test_scrubbed_env_points_home_at_the_work_folder(tmp_path, monkeypatch):
     assert env["HOME"] == str(tmp_path) and env["NVIDIA_DRIVER_CAPABILITIES"] == "compute"
 
 
-def test_passed_xml_with_a_failing_exit_code_is_not_a_pass(tmp_path):
-    xml = tmp_path / "r.xml"
-    xml.write_text(
+def test_passed_xml_with_a_failing_exit_code_is_not_a_pass():
+    xml = (
         '<Catch2TestRun><TestCase name="t"><OverallResult success="true" skips="0"/></TestCase>'
         "</Catch2TestRun>"
     )
