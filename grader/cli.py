@@ -272,7 +272,11 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
     paths = [Path(path).resolve() for path in args.submissions]
     options = _grade_options(kit, args)
     if paths:
-        scores = grade_class(kit, find_submissions(paths, kit), options, out_dir, make_progress())
+        notes: list[str] = []
+        entries = find_submissions(paths, kit, notes)
+        for note in notes:
+            print(f"note: {note}")
+        scores = grade_class(kit, entries, options, out_dir, make_progress())
     else:
         scores = grade_sample_class(kit, options, out_dir, make_progress())
     print(f"\nresults in {out_dir}: gradebook.csv, summary.txt, and <student>/results.json + feedback.txt")

@@ -25,6 +25,9 @@ MAX_ENTRIES = 2000  # an archive with more entries is not a submission of a few 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip", ".tar")
 JUNK_FOLDERS = frozenset({"__MACOSX", ".git", ".vscode", ".idea"})
 JUNK_FILES = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
+# The files a class run writes beside the students' folders in --out (report.py, pipeline.py;
+# a test checks the two agree): no student id may name one of them.
+CLASS_FILES = frozenset({"gradebook.csv", "summary.txt", "grading.json"})
 SCREEN_PROBLEMS_SHOWN = 3
 # Files the compiler reads, and so the source screen checks.
 SCREENED_SUFFIXES = frozenset(
@@ -68,13 +71,16 @@ def is_archive(path: Path) -> bool:
 
 
 def student_id_for(path: Path) -> str:
-    """The entry name without its archive extension, made safe as a folder name."""
+    """The entry name without its archive extension, made safe as a folder name that is none
+    of the class's own files (gradebook.csv.zip is graded as gradebook.csv-student)."""
     name = path.name
     for suffix in ARCHIVE_SUFFIXES:
         if name.lower().endswith(suffix):
             name = name[: -len(suffix)]
             break
     safe = "".join(char if char.isalnum() or char in "._@-" else "_" for char in name).strip(".")
+    if safe.lower() in CLASS_FILES:
+        safe += "-student"
     return safe or "student"
 
 
@@ -95,8 +101,11 @@ def looks_like_submission(folder: Path, kit: Kit) -> bool:
     return False
 
 
-def find_submissions(paths: list[Path], kit: Kit) -> list[tuple[str, Path]]:
-    """(student id, path) for every submission named, expanding class folders."""
+def find_submissions(paths: list[Path], kit: Kit, notes: list[str] | None = None) -> list[tuple[str, Path]]:
+    """(student id, path) for every submission named, expanding class folders. Two submissions
+    with one id (an LMS re-submission: alice.zip beside alice.tar.gz or an alice folder, or ids
+    that differ only in case) are one student's: the latest is graded, and a line in `notes`
+    says which was left out."""
     found: list[tuple[str, Path]] = []
     for path in paths:
         if not path.exists():
@@ -109,14 +118,31 @@ def find_submissions(paths: list[Path], kit: Kit) -> list[tuple[str, Path]]:
             found.extend(_class_members(path))
         else:
             raise GraderError(f"{path} is neither a folder nor a .zip/.tar/.tar.gz/.tgz archive")
-    ids = [student_id for student_id, _ in found]
-    for student_id in set(ids):
-        if ids.count(student_id) > 1:
-            clash = [str(path) for sid, path in found if sid == student_id]
-            raise GraderError(
-                f"two submissions would both be graded as {student_id!r}: {', '.join(clash)}; rename one"
+    by_id: dict[str, list[tuple[str, Path]]] = {}
+    for entry in found:
+        same = by_id.setdefault(entry[0].lower(), [])
+        if all(entry[1].resolve() != other.resolve() for _, other in same):
+            same.append(entry)
+    kept = []
+    for same in by_id.values():
+        latest = max(same, key=lambda entry: (_modified(entry[1]), str(entry[1])))
+        kept.append(latest)
+        if len(same) > 1 and notes is not None:
+            others = ", ".join(str(path) for entry_id, path in same if (entry_id, path) != latest)
+            notes.append(
+                f"{latest[0]}: {len(same)} submissions with one id; grading the latest, "
+                f"{latest[1]}, and leaving out {others}"
             )
-    return found
+    order = {id(entry): index for index, entry in enumerate(found)}
+    return sorted(kept, key=lambda entry: order[id(entry)])
+
+
+def _modified(path: Path) -> float:
+    """The newest modification time in a submission: an archive's own, a folder's newest file's."""
+    if path.is_dir():
+        times = [child.lstat().st_mtime for child in path.rglob("*") if not child.is_symlink()]
+        return max(times, default=path.lstat().st_mtime)
+    return path.lstat().st_mtime
 
 
 def _class_members(folder: Path) -> list[tuple[str, Path]]:

@@ -35,6 +35,8 @@ ENV_KEPT_PREFIXES = ("NVIDIA_",)
 # Elements whose text explains a failure, in the order Catch2 writes them.
 MESSAGE_TAGS = ("Info", "Failure", "Exception", "FatalErrorCondition")
 REPORT_LIMIT = 4 << 20  # bytes of XML report kept; a longer one is cut, so it fails to parse
+MESSAGE_LIMIT = 4000  # characters of one failure message kept for the reports
+MESSAGES_PER_TEST = 20  # messages kept per test; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -302,9 +304,18 @@ def _read_warning(outcome: Outcome, text: str) -> None:
 
 
 def _add_message(outcome: Outcome, text: str) -> None:
-    # Catch2 repeats INFO/CAPTURE messages before every failure they accompany: keep each once.
-    if text not in outcome.messages:
+    """Adds a message once (Catch2 repeats INFO/CAPTURE messages before every failure they
+    accompany), capped in length and number before it reaches any report."""
+    if len(text) > MESSAGE_LIMIT:
+        text = text[:MESSAGE_LIMIT] + f"\n[... {len(text) - MESSAGE_LIMIT} characters cut ...]"
+    if text in outcome.messages:
+        return
+    if len(outcome.messages) < MESSAGES_PER_TEST:
         outcome.messages.append(text)
+    else:
+        if len(outcome.messages) == MESSAGES_PER_TEST:
+            outcome.messages.append("[... more messages cut ...]")
+        return
     for line in text.splitlines():
         stripped = line.strip()
         if stripped.lower().startswith("hint:"):

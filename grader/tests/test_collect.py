@@ -196,11 +196,33 @@ def test_find_submissions_tells_a_class_from_a_submission(fake_kit, tmp_path):
     ]
 
 
-def test_find_submissions_refuses_two_submissions_with_one_id(fake_kit, tmp_path):
+def test_a_student_who_uploaded_twice_is_graded_once_on_the_latest_and_told(fake_kit, tmp_path):
     make_folder(tmp_path / "class" / "alice", {"demo.cu": GOOD})
     make_zip(tmp_path / "class" / "alice.zip", {"demo.cu": GOOD})
-    with pytest.raises(Exception, match="both be graded as 'alice'"):
-        find_submissions([tmp_path / "class"], fake_kit.kit)
+    make_folder(tmp_path / "class" / "bob", {"demo.cu": GOOD})
+    os.utime(tmp_path / "class" / "alice" / "demo.cu", (1_000_000, 1_000_000))
+    os.utime(tmp_path / "class" / "alice", (1_000_000, 1_000_000))
+    notes: list[str] = []
+    found = find_submissions([tmp_path / "class", tmp_path / "class" / "bob"], fake_kit.kit, notes)
+    assert [(sid, path.name) for sid, path in found] == [("alice", "alice.zip"), ("bob", "bob")]
+    (note,) = notes  # bob named twice is one submission, not a re-submission
+    assert "alice: 2 submissions" in note and "grading the latest" in note and note.endswith("alice")
+
+
+def test_ids_that_differ_only_in_case_are_one_student(fake_kit, tmp_path):
+    (tmp_path / "class").mkdir()
+    make_zip(tmp_path / "class" / "Carol.zip", {"demo.cu": GOOD})
+    make_zip(tmp_path / "class" / "carol.zip", {"demo.cu": GOOD})
+    os.utime(tmp_path / "class" / "Carol.zip", (1_000_000, 1_000_000))
+    notes: list[str] = []
+    found = find_submissions([tmp_path / "class"], fake_kit.kit, notes)
+    assert [path.name for _, path in found] == ["carol.zip"] and len(notes) == 1
+
+
+def test_no_student_id_is_one_of_the_class_files():
+    assert student_id_for(Path("gradebook.csv.zip")) == "gradebook.csv-student"
+    assert student_id_for(Path("Summary.TXT")) == "Summary.TXT-student"
+    assert student_id_for(Path("grading.json.tgz")) == "grading.json-student"
 
 
 def test_a_data_file_is_not_screened_as_source(fake_kit, tmp_path):

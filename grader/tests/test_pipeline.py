@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from grader import cli, pipeline
-from grader.collect import collect_submission
+from grader.collect import CLASS_FILES, collect_submission
 from grader.errors import GraderError
 from grader.pipeline import check_lab, grade_class, grade_submission
 from grader.progress import PlainProgress, QuietProgress
@@ -104,6 +104,8 @@ def test_grade_class_writes_every_report_even_when_grading_raises(fake_kit, tmp_
         ["corrupt", "0", "0", "0", "60"],
     ]
     assert "The grader failed on these submissions" in (out / "summary.txt").read_text()
+    # The class's own files are exactly those no student id may take (collect.CLASS_FILES).
+    assert {path.name for path in out.iterdir() if path.is_file()} == CLASS_FILES
 
 
 def test_an_unexpected_exception_still_writes_results(fake_kit, tmp_path, monkeypatch):

@@ -161,3 +161,16 @@ def test_passed_xml_with_a_failing_exit_code_is_not_a_pass():
     outcome = outcome_from("t", ProcessResult(1, "", False, 0.1), xml, RunConfig())
     assert outcome.status == "crashed" and "exit code 1" in outcome.messages[-1]
     assert outcome_from("t", ProcessResult(0, "", False, 0.1), xml, RunConfig()).status == "passed"
+
+
+def test_failure_messages_are_capped_in_length_and_number_before_any_report():
+    huge = "x" * (4 << 20)
+    failures = "".join(f'<Failure filename="t.cpp" line="1">message {i}</Failure>' for i in range(50))
+    xml = (
+        f'<Catch2TestRun><TestCase name="t"><Failure filename="t.cpp" line="1">{huge}</Failure>'
+        f'{failures}<OverallResult success="false" skips="0"/></TestCase></Catch2TestRun>'
+    )
+    outcome = outcome_from("t", ProcessResult(42, "", False, 0.1), xml, RunConfig())
+    assert outcome.status == "failed"
+    assert sum(len(message) for message in outcome.messages) < 10_000
+    assert outcome.messages[-1] == "[... more messages cut ...]" and "characters cut" in outcome.messages[0]
