@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from .progress import make_progress
 from .report import gpu_skip_notice, lab_feedback_lines
 from .rubric import Kit, find_kit_root, load_kit
 from .run import RunConfig
+from .sandbox import detect
 from .validate import format_table, run_validate, untested_tests
 
 LOUD = "!" * 78
@@ -93,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--regrade", action="store_true", help="with an existing --out, grade every submission again"
     )
     grade.add_argument("--keep-work", action="store_true", help="keep each submission's work folder")
+    _add_unconfined(grade)
     grade.add_argument(
         "--work-dir", metavar="DIR", help="where work folders go (default: the system temp folder)"
     )
@@ -141,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", metavar="DIR", type=Path, help="write bench.json there")
     bench.add_argument("--work-dir", metavar="DIR", help=argparse.SUPPRESS)
     bench.add_argument("--keep-work", action="store_true", help=argparse.SUPPRESS)
+    _add_unconfined(bench)
     _add_limits(bench)
     bench.set_defaults(command=run_bench_command)
 
@@ -165,6 +169,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     handout.set_defaults(command=run_handout)
     return parser
+
+
+def _add_unconfined(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--unconfined",
+        action="store_true",
+        help="run the tests of student code without the sandbox (own PID, network and mount "
+        "namespaces); only for code you trust, where the sandbox cannot be set up",
+    )
 
 
 def _add_limits(parser: argparse.ArgumentParser) -> None:
@@ -236,6 +249,7 @@ def _grade_options(kit: Kit, args: argparse.Namespace) -> GradeOptions:
         gpus=gpus,
         gpu_slots=args.gpu_slots,
         regrade=getattr(args, "regrade", False),
+        confine=not getattr(args, "unconfined", False),
     )
 
 
@@ -271,6 +285,16 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
     out_dir = Path(args.out) if args.out else kit.root / "grades" / datetime.now().strftime("%Y%m%d-%H%M%S")
     paths = [Path(path).resolve() for path in args.submissions]
     options = _grade_options(kit, args)
+    if not options.confine:
+        print(f"{LOUD}\n--unconfined: student code runs without the sandbox; grade only code you trust")
+        print(LOUD)
+    elif not paths and (check := detect()).sandbox is None:
+        # The sample class is the kit's own code: graded anyway, but the reason is shown.
+        print(
+            f"{LOUD}\nno sandbox on this machine ({check.reason}): the sample class is graded "
+            f"unconfined; a real class would be refused\n{LOUD}"
+        )
+        options = replace(options, confine=False)
     if paths:
         notes: list[str] = []
         entries = find_submissions(paths, kit, notes)
@@ -294,7 +318,8 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
 
 
 def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
-    options = _grade_options(kit, args)
+    # The kit's own solutions and mutants: trusted code, graded without the sandbox.
+    options = replace(_grade_options(kit, args), confine=False)
     report = run_validate(kit, options, make_progress())
     print()
     print(format_table(report.verdicts))

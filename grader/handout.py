@@ -205,7 +205,8 @@ def _kit_files(root: Path) -> list[Path]:
     if (root / ".git").exists():
         listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=False)
         if listed.returncode == 0:
-            return [Path(name) for name in listed.stdout.decode().split("\0") if name and (root / name).is_file()]
+            names = listed.stdout.decode().split("\0")
+            return [Path(name) for name in names if name and (root / name).is_file()]
     files = []
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)

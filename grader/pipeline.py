@@ -18,7 +18,7 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .build import BuildCache, BuildConfig, build_labs, build_submission_lab, make_cache_root
@@ -39,6 +39,7 @@ from .report import (
 )
 from .rubric import Kit, Lab, check_rubric_against_listing
 from .run import RunConfig, list_tests, run_tests
+from .sandbox import Sandbox, detect
 from .schedule import Scheduler, visible_gpus
 from .score import LabScore, SubmissionScore, TestScore, score_lab, score_test, score_unbuilt_lab
 from .stage import make_work_dir, stage_submission
@@ -59,6 +60,8 @@ class GradeOptions:
     in_flight: int | None = None  # submissions graded at once; None: enough to fill the slots
     harness_dir: Path | None = None  # the harness build; None: <kit>/build/harness
     regrade: bool = False  # grade again submissions whose report is already in --out
+    confine: bool = True  # run tests in the sandbox (grader/sandbox.py); refuse where there is none
+    output_dir: Path | None = None  # the class's --out, hidden from confined tests
 
 
 # ---------------------------------------------------------------------------------------------
@@ -75,6 +78,7 @@ class Engine:
         self.pool = ThreadPoolExecutor(max_workers=max(16, 4 * self.scheduler.total_slots))
         self.cache_root = make_cache_root(options.work_root)
         self.cache = BuildCache(self.cache_root, self.scheduler, options.build)
+        self.run_config = replace(options.run, sandbox=self._sandbox()) if options.confine else options.run
         self._harness: Harness | None = None
         # Seconds, summed over submissions (several run at once, so sums can exceed the wall time).
         self.timings = {"harness": 0.0, "build": 0.0, "test_processes": 0.0}
@@ -87,6 +91,26 @@ class Engine:
         # the slots measured no faster on the H100 (151.7 s against 157.8 and 163.7 s for 40
         # student-labs) and kept every report of the sample class back until its end.
         return self.options.in_flight or max(2, self.scheduler.total_slots // 2)
+
+    def _sandbox(self) -> Sandbox:
+        """The sandbox the tests of student code run in (grader/sandbox.py), or a refusal."""
+        hidden = [
+            self.kit.root / "solutions",
+            self.kit.root / "build",
+            self.options.harness_dir,
+            self.options.work_root,
+            self.cache_root.parent,
+            self.options.output_dir,
+        ]
+        check = detect(tuple(dict.fromkeys(path for path in hidden if path is not None)))
+        if check.sandbox is None:
+            raise GraderError(
+                f"cannot confine student code on this machine: {check.reason}. Tests of student code "
+                "run in their own PID, network and mount namespaces (docs/architecture.md, "
+                "'Confinement'); run the grader as root, or where unprivileged user namespaces are "
+                "allowed, or pass --unconfined to grade code you trust without confinement"
+            )
+        return check.sandbox
 
     def harness(self) -> Harness:
         if self._harness is None:
@@ -177,7 +201,7 @@ class Engine:
             build.exe_path,
             tests,
             work_dir,
-            self.options.run,
+            self.run_config,
             self.scheduler,
             self.pool,
             env,
@@ -266,6 +290,7 @@ def grade_class(
     are written from all of them."""
     progress = progress or PlainProgress()
     _open_out_dir(out_dir, options)
+    options = replace(options, output_dir=out_dir)
     kept: dict[str, SubmissionScore] = {}
     if not options.regrade:
         for student_id, _ in entries:

@@ -25,6 +25,7 @@ from pathlib import Path
 from .errors import GraderError
 from .gate import GpuGate
 from .proc import ProcessResult, run_limited
+from .sandbox import Sandbox
 from .schedule import Scheduler, need_for_tags
 
 STATUSES = ("passed", "failed", "skipped", "crashed", "timed_out", "missing", "not_built")
@@ -43,6 +44,7 @@ MESSAGES_PER_TEST = 20  # messages kept per test; the rest are counted
 class RunConfig:
     timeout: float = 120.0  # seconds per test
     output_limit: int = 64 * 1024  # bytes of console output kept per test
+    sandbox: Sandbox | None = None  # how test processes are confined; None: not at all (make check)
 
 
 @dataclass(frozen=True)
@@ -159,15 +161,26 @@ def run_test(
             "--reporter",
             "console::colour-mode=none",
         ]
+        environment = scrubbed_env(run_dir, {**(env or {}), **(gate.env() if gate else {})})
+        if config.sandbox is not None:
+            command = config.sandbox.wrap(command, run_dir, _readable(exe, work_dir, env or {}))
         result = run_limited(
             command,
             cwd=run_dir,
             timeout=config.timeout,
             output_limit=config.output_limit,
-            env=scrubbed_env(run_dir, {**(env or {}), **(gate.env() if gate else {})}),
+            env=environment,
             pass_fds=report.hand_over() + (gate.child_fds() if gate else ()),
         )
     return outcome_from(name, result, report.text, config)
+
+
+def _readable(exe: Path, work_dir: Path, env: dict[str, str]) -> tuple[Path, ...]:
+    """What a confined test may read besides its own folder: its executable's folder, the
+    submission's work folder (its data files), and the folders of the files its environment
+    names (the probe a sanitizer test runs)."""
+    named = [Path(value).parent for value in env.values() if value.startswith("/") and Path(value).exists()]
+    return tuple(dict.fromkeys([exe.parent, work_dir, *named]))
 
 
 class ReportPipe:

@@ -156,6 +156,9 @@ class FakeKit:
             cpu_slots=2,
             gpus=tuple(run.get("gpus", ())),
             gpu_slots=run.get("gpu_slots", 2),
+            # Unconfined: the fake tests write to files under tmp_path, which a sandbox hides;
+            # grader/tests/test_sandbox.py grades the fake kit confined.
+            confine=run.get("confine", False),
         )
 
     def reload(self) -> FakeKit:

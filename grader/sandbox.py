@@ -1,0 +1,87 @@
+"""Confinement of the processes that run student code (the run stage's tests), with what the
+GPU image and Debian 12 both have: util-linux `unshare` and `mount`, no bubblewrap.
+
+Each confined process runs in new PID, network, IPC and mount namespaces:
+- PID: the test is its namespace's first process; when it ends, the kernel kills every process
+  left in the namespace, daemons (setsid, double fork) included, so none outlives its test or
+  keeps a CUDA context on the GPU.
+- network: only a loopback interface, down: no network at all.
+- mount: the root file system read-only; a fresh, private /tmp; the grader's own folders
+  (solutions/, the kit's build with the harness, the grading output, the work folders of other
+  submissions) hidden under empty read-only file systems. Only the paths the test needs stay
+  visible: its own folder writable, its executables read-only.
+
+Where it cannot be set up (no unshare, no right to create namespaces) `Sandbox.detect` says
+why, and the engine refuses to grade unless told to run unconfined (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+INIT = Path(__file__).resolve().parent / "sandbox_init.py"
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """How a grading run confines the processes that run student code; `hidden` are the
+    folders no such process may see (solutions/, the kit's build, the output, the work root)."""
+
+    hidden: tuple[Path, ...] = ()
+    unshare: str = "unshare"
+    python: str = sys.executable
+    user_namespace: bool = False  # not root: map the user to root in a new user namespace
+
+    def wrap(self, command: list[str], writable: Path, readable: tuple[Path, ...] = ()) -> list[str]:
+        """`command`, to run confined, seeing `writable` (its folder) and `readable` (its
+        executables and data) and nothing of the hidden folders."""
+        visible = [(writable, "rw")] + [(path, "ro") for path in readable if path != writable]
+        pairs = [part for path, mode in visible for part in (str(path.resolve()), mode)]
+        return [
+            *self._unshare(),
+            self.python,
+            "-I",
+            str(INIT),
+            str(len(visible)),
+            *pairs,
+            *(str(path) for path in self.hidden),
+            "--",
+            *command,
+        ]
+
+    def _unshare(self) -> list[str]:
+        flags = ["--fork", "--pid", "--kill-child", "--mount-proc", "--net", "--ipc", "--mount"]
+        if self.user_namespace:
+            flags += ["--user", "--map-root-user"]
+        return [self.unshare, *flags, "--"]
+
+
+@dataclass(frozen=True)
+class SandboxCheck:
+    sandbox: Sandbox | None
+    reason: str = ""  # why there is none
+
+
+def detect(hidden: tuple[Path, ...] = ()) -> SandboxCheck:
+    """A sandbox that works on this machine, tried once with a command that needs every part of
+    it, or why there is none."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return SandboxCheck(None, "util-linux unshare is not installed")
+    sandbox = Sandbox(tuple(path.resolve() for path in hidden), unshare, user_namespace=os.geteuid() != 0)
+    probe = Path(__file__).resolve().parent
+    command = sandbox.wrap(["/bin/sh", "-c", "test ! -w / && test -d " + shlex.quote(str(probe))], probe)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return SandboxCheck(None, f"unshare could not be run: {error}")
+    if done.returncode != 0:
+        why = (done.stderr or done.stdout).strip().splitlines()
+        return SandboxCheck(None, f"unshare failed ({why[-1] if why else f'exit code {done.returncode}'})")
+    return SandboxCheck(sandbox)

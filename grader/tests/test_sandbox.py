@@ -1,0 +1,101 @@
+"""sandbox.py: what a confined test can see, write and leave behind, and the engine's refusal
+to grade student code where no sandbox can be set up."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import pipeline
+from grader.errors import GraderError
+from grader.run import RunConfig, run_test
+from grader.sandbox import Sandbox, SandboxCheck, detect
+
+from .conftest import write_fake_catch2
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Sandbox:
+    check = detect((tmp_path / "hidden",))
+    if check.sandbox is None:
+        pytest.skip(f"no sandbox on this machine: {check.reason}")
+    return check.sandbox
+
+
+def confined(sandbox: Sandbox, script: str, folder: Path, *readable: Path) -> subprocess.CompletedProcess:
+    command = sandbox.wrap(["/bin/sh", "-c", script], folder, readable)
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_a_confined_process_writes_only_its_folder_and_sees_nothing_hidden(sandbox, tmp_path):
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "reference.cu").write_text("the answer")
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    mine.mkdir()
+    other.mkdir()
+    (other / "classmate.cu").write_text("someone else's work")
+    done = confined(
+        sandbox,
+        f"echo mine > out.txt; cat {hidden}/reference.cu; cat {other}/classmate.cu; "
+        f"touch {Path(pipeline.__file__).parent}/planted.py; echo end",
+        mine,
+    )
+    assert done.stdout.splitlines() == ["end"], done.stderr
+    assert (mine / "out.txt").read_text() == "mine\n"
+    assert not (Path(pipeline.__file__).parent / "planted.py").exists()
+    assert "Read-only file system" in done.stderr
+
+
+def test_tmp_is_private_to_each_process_and_there_is_no_network(sandbox, tmp_path):
+    folder = tmp_path / "w"
+    folder.mkdir()
+    first = confined(sandbox, "echo left > /tmp/for-the-next; echo left > /dev/shm/too; ls /tmp", folder)
+    assert first.returncode == 0 and "for-the-next" in first.stdout
+    second = confined(sandbox, "ls -A /tmp /dev/shm", folder)
+    assert second.returncode == 0 and "for-the-next" not in second.stdout and "too" not in second.stdout
+    interfaces = confined(sandbox, "tail -n +3 /proc/net/dev", folder).stdout.split("\n")
+    assert [line.split(":")[0].strip() for line in interfaces if line.strip()] == ["lo"]
+
+
+def test_every_process_of_a_confined_test_is_gone_when_it_ends(sandbox, tmp_path):
+    folder = tmp_path / "w"
+    folder.mkdir()
+    marker = f"kit-daemon-{time.monotonic_ns()}"
+    done = confined(sandbox, f"(setsid sh -c 'exec -a {marker} sleep 60' &); echo started", folder)
+    assert done.stdout.strip() == "started"
+    time.sleep(0.3)
+    listed = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    assert marker not in listed
+
+
+def test_a_test_graded_confined_reads_its_executable_and_passes(sandbox, tmp_path):
+    exe = write_fake_catch2(
+        tmp_path / "bin",
+        "lab02_tests",
+        [
+            {"name": "passes", "tags": "[lab02]", "behaviour": "pass"},
+            {"name": "leaves a daemon", "tags": "[lab02]", "behaviour": "daemon"},
+        ],
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    config = RunConfig(timeout=20, sandbox=sandbox)
+    assert run_test(exe, "passes", work, config).status == "passed"
+    start = time.monotonic()
+    assert run_test(exe, "leaves a daemon", work, config).status == "passed"
+    assert time.monotonic() - start < 10
+    time.sleep(0.3)
+    listed = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    assert "leaves a daemon" not in listed
+
+
+def test_the_engine_refuses_student_code_where_there_is_no_sandbox(fake_kit, monkeypatch):
+    monkeypatch.setattr(pipeline, "detect", lambda hidden: SandboxCheck(None, "unshare is not installed"))
+    with pytest.raises(GraderError, match="unshare is not installed.*--unconfined"):
+        pipeline.Engine(fake_kit.kit, fake_kit.options(confine=True))
+    with pipeline.Engine(fake_kit.kit, fake_kit.options(confine=False)) as engine:
+        assert engine.run_config.sandbox is None
