@@ -33,6 +33,9 @@ def main(argv: list[str]) -> None:
         if os.path.isdir(folder) and folder not in ("/", "/tmp"):  # /tmp is fresh already
             mount("-t", "tmpfs", "-o", "size=64k,mode=0755", "kit-hidden", folder)
             covered.append(folder)
+    # Parents first: bound after its folder, a parent would cover it (a test's folder lies in
+    # its submission's, which is read-only).
+    held.sort(key=lambda entry: len(entry[0]))
     for path, _, fd in held:
         os.makedirs(path, exist_ok=True)  # on a fresh /tmp or a cover: an empty mount point
         mount("--bind", f"/proc/self/fd/{fd}", path, fd=fd)

@@ -34,18 +34,21 @@ def test_a_confined_process_writes_only_its_folder_and_sees_nothing_hidden(sandb
     hidden = tmp_path / "hidden"
     hidden.mkdir()
     (hidden / "reference.cu").write_text("the answer")
-    mine, other = tmp_path / "mine", tmp_path / "other"
-    mine.mkdir()
+    submission, other = tmp_path / "submission", tmp_path / "other"
+    mine = submission / "test-1"  # a test's folder in its submission's, which it may only read
+    mine.mkdir(parents=True)
     other.mkdir()
     (other / "classmate.cu").write_text("someone else's work")
     done = confined(
         sandbox,
         f"echo mine > out.txt; cat {hidden}/reference.cu; cat {other}/classmate.cu; "
-        f"touch {Path(pipeline.__file__).parent}/planted.py; echo end",
+        f"touch {Path(pipeline.__file__).parent}/planted.py {submission}/planted.cu; echo end",
         mine,
+        submission,
     )
     assert done.stdout.splitlines() == ["end"], done.stderr
     assert (mine / "out.txt").read_text() == "mine\n"
+    assert not (submission / "planted.cu").exists()
     assert not (Path(pipeline.__file__).parent / "planted.py").exists()
     assert "Read-only file system" in done.stderr
 
