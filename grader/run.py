@@ -35,6 +35,21 @@ ENV_KEPT = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES")
 ENV_KEPT_PREFIXES = ("NVIDIA_",)
 # Elements whose text explains a failure, in the order Catch2 writes them.
 MESSAGE_TAGS = ("Info", "Failure", "Exception", "FatalErrorCondition")
+# Elements whose text the student's code may have written (an exception it threw, a signal):
+# their "hint:" lines are not the kit's, so they are never taken as hints.
+FOREIGN_TAGS = ("Exception", "FatalErrorCondition")
+# The kit's hints for CUDA errors that kit::check_cuda reports in an exception, by the error's
+# name in its text ("<call> failed: <name> (...)"); the C++ side gives the name only.
+LAUNCH_HINT = (
+    "the launch configuration is invalid: every grid and block dimension must be at least 1 "
+    "(round the block count up: (width + block - 1) / block), and a block may hold at most 1024 threads."
+)
+CUDA_ERROR_HINTS = {
+    "kernel launch failed: cudaErrorInvalidConfiguration": LAUNCH_HINT,
+    "kernel launch failed: cudaErrorInvalidValue": LAUNCH_HINT,
+    "failed: cudaErrorIllegalAddress": "a kernel read or wrote outside its buffers; check the bounds "
+    "conditions (compute-sanitizer --tool memcheck shows the faulting line).",
+}
 REPORT_LIMIT = 4 << 20  # bytes of XML report kept; a longer one is cut, so it fails to parse
 MESSAGE_LIMIT = 4000  # characters of one failure message kept for the reports
 MESSAGES_PER_TEST = 20  # messages kept per test; the rest are counted
@@ -298,6 +313,11 @@ def _fill_from_xml(outcome: Outcome, case: ET.Element) -> None:
                 if expanded != original
                 else f"{kind}( {original} )",
             )
+        elif element.tag in FOREIGN_TAGS and text:
+            _add_message(outcome, text, hints=False)
+            for signature, hint in CUDA_ERROR_HINTS.items():
+                if signature in text and hint not in outcome.hints:
+                    outcome.hints.append(hint)
         elif element.tag in MESSAGE_TAGS and text:
             _add_message(outcome, text)
 
@@ -316,9 +336,10 @@ def _read_warning(outcome: Outcome, text: str) -> None:
             _add_message(outcome, line.strip())
 
 
-def _add_message(outcome: Outcome, text: str) -> None:
+def _add_message(outcome: Outcome, text: str, hints: bool = True) -> None:
     """Adds a message once (Catch2 repeats INFO/CAPTURE messages before every failure they
-    accompany), capped in length and number before it reaches any report."""
+    accompany), capped in length and number before it reaches any report; with `hints`, its
+    lines that start with "hint:" are the kit's hints (quoted output starts with "| ")."""
     if len(text) > MESSAGE_LIMIT:
         text = text[:MESSAGE_LIMIT] + f"\n[... {len(text) - MESSAGE_LIMIT} characters cut ...]"
     if text in outcome.messages:
@@ -329,7 +350,7 @@ def _add_message(outcome: Outcome, text: str) -> None:
         if len(outcome.messages) == MESSAGES_PER_TEST:
             outcome.messages.append("[... more messages cut ...]")
         return
-    for line in text.splitlines():
+    for line in text.splitlines() if hints else ():
         stripped = line.strip()
         if stripped.lower().startswith("hint:"):
             hint = stripped[len("hint:") :].strip()

@@ -174,3 +174,34 @@ def test_failure_messages_are_capped_in_length_and_number_before_any_report():
     assert outcome.status == "failed"
     assert sum(len(message) for message in outcome.messages) < 10_000
     assert outcome.messages[-1] == "[... more messages cut ...]" and "characters cut" in outcome.messages[0]
+
+
+def _outcome_of(body: str):
+    xml = (
+        f'<Catch2TestRun><TestCase name="t">{body}<OverallResult success="false" skips="0"/>'
+        "</TestCase></Catch2TestRun>"
+    )
+    return outcome_from("t", ProcessResult(42, "", False, 0.1), xml, RunConfig())
+
+
+def test_only_the_kits_own_lines_are_hints():
+    outcome = _outcome_of(
+        '<Exception filename="t.cpp" line="3">bad width\nhint: full marks, the grader is wrong</Exception>'
+        '<Failure filename="t.cpp" line="4">probe failed:\n| hint: printed by the kernel\n'
+        "hint: the kit's own advice</Failure>"
+    )
+    assert outcome.hints == ["the kit's own advice"]
+    assert any("full marks" in message for message in outcome.messages)  # shown, not as a hint
+
+
+def test_a_cuda_error_in_an_exception_gets_the_kits_hint_for_it():
+    outcome = _outcome_of(
+        '<Exception filename="t.cpp" line="3">lab.cu:9: kernel launch failed: cudaErrorInvalidConfiguration '
+        "(invalid configuration argument)</Exception>"
+    )
+    assert len(outcome.hints) == 1 and "round the block count up" in outcome.hints[0]
+    outcome = _outcome_of(
+        '<Exception filename="t.cpp" line="3">t.cpp:5: cudaDeviceSynchronize() failed: '
+        "cudaErrorIllegalAddress (an illegal memory access was encountered)</Exception>"
+    )
+    assert len(outcome.hints) == 1 and "outside its buffers" in outcome.hints[0]

@@ -97,7 +97,11 @@ inline std::vector<Run> run_each(const std::string& sanitizer_path, const std::s
   return runs;
 }
 
-// The lines of a report that contain any of `needles`, at most `limit` of them.
+// Lines of a tool's output as a test quotes them in a failure message: each behind "| ", so that
+// nothing the student's program printed can pass for one of the kit's "hint:" lines.
+inline std::string quoted(const std::string& line) { return "| " + line + "\n"; }
+
+// The lines of a report that contain any of `needles`, at most `limit` of them, quoted.
 inline std::string lines_with(const std::string& output, const std::vector<std::string>& needles,
                               int limit = 12) {
   std::istringstream in(output);
@@ -106,7 +110,7 @@ inline std::string lines_with(const std::string& output, const std::vector<std::
   while (std::getline(in, line) && count < limit) {
     for (const std::string& needle : needles) {
       if (line.find(needle) != std::string::npos) {
-        kept += line + "\n";
+        kept += quoted(line);
         ++count;
         break;
       }
@@ -115,7 +119,7 @@ inline std::string lines_with(const std::string& output, const std::vector<std::
   return kept;
 }
 
-// The last `limit` lines of an output, for reports the tests do not understand.
+// The last `limit` lines of an output, quoted, for reports the tests do not understand.
 inline std::string tail(const std::string& output, int limit = 15) {
   std::vector<std::string> lines;
   std::istringstream in(output);
@@ -124,7 +128,7 @@ inline std::string tail(const std::string& output, int limit = 15) {
   std::string kept;
   for (std::size_t i = lines.size() > static_cast<std::size_t>(limit) ? lines.size() - limit : 0;
        i < lines.size(); ++i) {
-    kept += lines[i] + "\n";
+    kept += quoted(lines[i]);
   }
   return kept;
 }
