@@ -1,0 +1,491 @@
+"""A corpus of hostile and broken submissions, graded with the real kit as one class beside the
+reference as a control (issue 10): each case says what it tries and what must come of it.
+
+Runs wherever nvcc, cmake and the sandbox are (CI included): lab 02 for what collect, the source
+screen, the object inspection and the build must stop, lab 06 (whose tests run on the CPU) for
+what student code does when it runs. Without a GPU, lab 02's GPU tests skip themselves; then
+"full" means every test that ran passed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import tarfile
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from grader.build import BuildConfig
+from grader.collect import find_submissions
+from grader.mutants import reference_files
+from grader.pipeline import GradeOptions, grade_class
+from grader.progress import QuietProgress
+from grader.rubric import find_kit_root, load_kit
+from grader.run import RunConfig
+from grader.sandbox import detect
+from grader.score import LabScore
+
+KIT_ROOT = find_kit_root()
+LAB02 = "labs/02_naive_matmul/naive_matmul.cu"
+LAB06 = "labs/06_occupancy/occupancy.cu"
+ANSWERS06 = "labs/06_occupancy/answers.toml"
+# Where an attack goes in lab 06's calculator: its first statement runs in most of its tests.
+CALCULATOR = "Occupancy occupancy(const DeviceLimits& device, const KernelUsage& kernel) {\n"
+KERNEL = "__global__ void naive_matmul_kernel(const float* M, const float* N, float* P, int width) {\n"
+
+Files = dict[str, bytes]
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str  # the student id it is graded as
+    attack: str  # what it tries
+    make: Callable[[Files, Path], None]  # writes the submission into the class folder
+    points: dict[str, str]  # lab -> "full", "zero", "lost" (less than full, more than nothing) or "any"
+    feedback: tuple[str, ...] = ()  # words its feedback must show
+    never_a_hint: str = ""  # text that must not be shown as one of the kit's hints
+    max_report_bytes: int = 0  # results.json at most this big (0: no bound checked)
+    extra: Callable[[Path], None] | None = field(default=None)  # more checks on the output folder
+
+
+# ---------------------------------------------------------------------------------------------
+# How submissions are made
+
+
+def edited(
+    path: str, find: str, replace: str, labs: tuple[str, ...] = (LAB02,), *more: tuple[str, str]
+) -> Callable[[Files, Path], None]:
+    """A folder submission: the reference's files of `labs`, with exact edits of `path`."""
+
+    def make(reference: Files, folder: Path) -> None:
+        files = {
+            name: data
+            for name, data in reference.items()
+            if name in labs or (name == ANSWERS06 and LAB06 in labs)
+        }
+        text = files[path].decode()
+        for old, new in ((find, replace), *more):
+            assert text.count(old) == 1, f"{old!r} must occur once in the reference's {path}"
+            text = text.replace(old, new)
+        files[path] = text.encode()
+        write_folder(folder, files)
+
+    return make
+
+
+def inserted(code: str) -> Callable[[Files, Path], None]:
+    """Lab 06's reference with `code` first in its calculator (and the headers it may need)."""
+    headers = "#include <algorithm>\n#include <cstdio>\n#include <stdexcept>\n#include <vector>\n"
+    return edited(LAB06, CALCULATOR, CALCULATOR + code, (LAB06,), ("#include <algorithm>\n", headers))
+
+
+def write_folder(folder: Path, files: Files) -> None:
+    for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+
+
+def zipped(
+    entries: Callable[[Files], list[tuple[zipfile.ZipInfo | str, bytes]]],
+) -> Callable[[Files, Path], None]:
+    def make(reference: Files, folder: Path) -> None:
+        with zipfile.ZipFile(folder.with_name(folder.name + ".zip"), "w", zipfile.ZIP_DEFLATED) as archive:
+            for info, data in entries(reference):
+                archive.writestr(info, data)
+
+    return make
+
+
+def symlink_entry(name: str, target: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name)
+    info.external_attr = 0o120777 << 16
+    return info
+
+
+def non_utf8_name(reference: Files, folder: Path) -> None:
+    # Written under an ASCII name, whose bytes are then changed to one that is not UTF-8 (and
+    # is not flagged as UTF-8, so readers take it as code page 437).
+    path = folder.with_name(folder.name + ".zip")
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("naXve_matmul.cu", reference[LAB02])
+    data = path.read_bytes()
+    assert data.count(b"naXve") == 2  # the local header and the central directory
+    path.write_bytes(data.replace(b"naXve", b"na\xefve"))
+
+
+def reference_of(*paths: str) -> Callable[[Files, Path], None]:
+    def make(reference: Files, folder: Path) -> None:
+        write_folder(folder, {path: reference[path] for path in paths})
+
+    return make
+
+
+def uploaded_twice(reference: Files, folder: Path) -> None:
+    # An LMS re-submission: a broken first upload, then the fixed one, a minute later.
+    old = folder.with_name(folder.name + ".tar.gz")
+    with tarfile.open(old, "w:gz") as archive:
+        data = b"this does not compile\n"
+        info = tarfile.TarInfo(LAB02)
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    os.utime(old, (time.time() - 60, time.time() - 60))
+    with zipfile.ZipFile(folder.with_name(folder.name + ".zip"), "w") as archive:
+        archive.writestr(LAB02, reference[LAB02])
+
+
+def named_like_the_gradebook(reference: Files, folder: Path) -> None:
+    with zipfile.ZipFile(folder.parent / "gradebook.csv.zip", "w") as archive:
+        archive.writestr(LAB02, reference[LAB02])
+
+
+def class_files_intact(out: Path) -> None:
+    assert (out / "gradebook.csv").is_file() and (out / "summary.txt").is_file()
+    assert (out / "gradebook.csv-student" / "results.json").is_file()
+
+
+# ---------------------------------------------------------------------------------------------
+# The corpus
+
+CASES = [
+    # Collect: what an archive may not do.
+    Case(
+        "zip-traversal",
+        "an entry ../../evil.cu, to write outside its folder",
+        zipped(lambda r: [(LAB02, r[LAB02]), ("../../evil.cu", b"int evil;\n")]),
+        {"02": "full"},
+        ("Files not accepted", "evil.cu"),
+    ),
+    Case(
+        "zip-absolute",
+        "an entry /etc/cron.d/evil, an absolute path",
+        zipped(lambda r: [(LAB02, r[LAB02]), ("/etc/cron.d/evil", b"* * * * * root true\n")]),
+        {"02": "full"},
+        ("Files not accepted",),
+    ),
+    Case(
+        "zip-symlink",
+        "the lab file as a link to the reference solution",
+        zipped(
+            lambda r: [
+                (
+                    symlink_entry(LAB02, "../../solutions/02_naive_matmul/naive_matmul.cu"),
+                    b"../../solutions/02_naive_matmul/naive_matmul.cu",
+                )
+            ]
+        ),
+        {"02": "zero"},
+        ("not submitted",),
+    ),
+    Case(
+        "zip-bomb",
+        "a lab file that inflates to 300 MB",
+        zipped(lambda r: [(LAB02, b"//" + b" " * (300 << 20) + b"\n")]),
+        {"02": "zero"},
+        ("byte limit",),
+    ),
+    Case(
+        "zip-many-entries",
+        "an archive of 3000 entries",
+        zipped(lambda r: [(LAB02, r[LAB02])] + [(f"junk/{i}.txt", b"x") for i in range(3000)]),
+        {"02": "zero"},
+        ("entries",),
+    ),
+    Case("zip-empty", "an empty archive", zipped(lambda r: []), {"02": "zero"}, ("not submitted",)),
+    Case(
+        "zip-non-utf8-name",
+        "a file name that is not UTF-8",
+        non_utf8_name,
+        {"02": "zero"},
+        ("not submitted",),
+    ),
+    Case(
+        "big-source",
+        "a lab file of 3 MB",
+        edited(LAB02, "namespace lab02 {\n", "namespace lab02 {\n// " + "x" * (3 << 20) + "\n"),
+        {"02": "zero"},
+        ("byte limit",),
+    ),
+    Case(
+        "uploaded-twice",
+        "a broken upload and a fixed one (graded: the latest)",
+        uploaded_twice,
+        {"02": "full"},
+    ),
+    Case(
+        "gradebook.csv",
+        "a submission named gradebook.csv.zip, to overwrite the class's gradebook",
+        named_like_the_gradebook,
+        {},
+        extra=class_files_intact,
+    ),
+    # The source screen: fast, readable refusals.
+    Case(
+        "inline-asm",
+        "inline assembly (a system call the inspection could not see)",
+        edited(LAB02, KERNEL, KERNEL + '  asm volatile("");\n'),
+        {"02": "zero"},
+        ("asm",),
+    ),
+    Case(
+        "include-fstream",
+        "file streams, to read the reference or the hidden tests",
+        edited(LAB02, "#include <cuda_runtime.h>\n", "#include <cuda_runtime.h>\n#include <fstream>\n"),
+        {"02": "zero"},
+        ("fstream",),
+    ),
+    Case(
+        "system-call",
+        "system(), to run a shell",
+        inserted('  (void)system("cat /etc/passwd");\n'),
+        {"06": "zero"},
+        ("system",),
+    ),
+    Case(
+        "token-pasting",
+        "a forbidden name built by token pasting",
+        inserted('#define JOIN(a, b) a##b\n  (void)JOIN(sys, tem)("true");\n'),
+        {"06": "zero"},
+        ("##",),
+    ),
+    # The object inspection: what the compiled code defines, uses and runs before main.
+    Case(
+        "calls-the-reference",
+        "the launcher calls the kit's reference launcher",
+        edited(
+            LAB02,
+            "namespace lab02 {\n",
+            "namespace lab02_reference {\n"
+            "void launch_naive_matmul(const float*, const float*, float*, int, int);\n}\n"
+            "namespace lab02 {\nvoid cheat(const float* a, const float* b, float* c, int w, int s) "
+            "{ lab02_reference::launch_naive_matmul(a, b, c, w, s); }\n",
+        ),
+        {"02": "zero"},
+        ("lab02_reference",),
+    ),
+    Case(
+        "own-timer",
+        "its own kit::time_on_device, to report any time it likes",
+        edited(
+            LAB02,
+            "namespace lab02 {\n",
+            "namespace kit { float time_on_device() { return 1.0f; } }\nnamespace lab02 {\n",
+        ),
+        {"02": "zero"},
+        ("time_on_device",),
+    ),
+    Case(
+        "own-event-timer",
+        "its own cudaEventElapsedTime",
+        edited(
+            LAB02,
+            "namespace lab02 {\n",
+            'extern "C" cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) '
+            "{ *ms = 1.0f; return cudaSuccess; }\nnamespace lab02 {\n",
+        ),
+        {"02": "zero"},
+        ("cudaEventElapsedTime",),
+    ),
+    Case(
+        "global-constructor",
+        "code that runs before main",
+        edited(
+            LAB02,
+            "namespace lab02 {\n",
+            "namespace lab02 {\nstatic volatile int seed = 1;\nstatic int early = seed + 1;\n",
+        ),
+        {"02": "zero"},
+        ("before main",),
+    ),
+    Case(
+        "cublas",
+        "cuBLAS in a matrix multiplication lab",
+        edited(
+            LAB02,
+            "namespace lab02 {\n",
+            'extern "C" int cublasCreate_v2(void**);\nnamespace lab02 {\n'
+            "int use_cublas() { void* handle = nullptr; return cublasCreate_v2(&handle); }\n",
+        ),
+        {"02": "zero"},
+        ("cublasCreate_v2",),
+    ),
+    Case(
+        "early-exit",
+        "exit(0) in the middle of a test, before a failure is reported",
+        inserted("  if (kernel.threads_per_block > 0) std::exit(0);\n"),
+        {"06": "zero"},
+        ("exit",),
+    ),
+    Case(
+        "reads-the-environment",
+        "getenv, to find the probe, the answers or the grader's settings",
+        inserted('  (void)std::getenv("KIT_GPU_GATE");\n'),
+        {"06": "zero"},
+        ("getenv",),
+    ),
+    # The build: a broken file costs only its lab.
+    Case(
+        "does-not-compile",
+        "lab 02 that does not compile, lab 06 fine",
+        edited(LAB02, KERNEL, KERNEL + "  this is not C++;\n", labs=(LAB02, LAB06)),
+        {"02": "zero", "06": "full"},
+        ("error",),
+    ),
+    Case(
+        "compile-time-bomb",
+        "templates instantiated a million levels deep",
+        edited(
+            LAB06,
+            "namespace lab06 {\n",
+            "template <int N> struct Bomb { static constexpr int v = Bomb<N - 1>::v + 1; };\n"
+            "template <> struct Bomb<0> { static constexpr int v = 0; };\n"
+            "namespace lab06 {\nint bomb() { return Bomb<1000000>::v; }\n",
+            (LAB06,),
+        ),
+        {"06": "zero"},
+    ),
+    # Running: what student code can do when it runs costs only its own tests.
+    Case(
+        "infinite-loop",
+        "a calculator that never returns",
+        inserted("  for (volatile int spin = 0; device.cc_major == 1 && spin >= 0; spin = 0) {}\n"),
+        {"06": "lost"},
+        ("timed out",),
+    ),
+    Case(
+        "megabytes-of-output",
+        "10 MB printed by every call",
+        inserted(
+            "  static int calls = 0;\n"
+            '  for (int i = 0; calls++ == 0 && i < 100000; ++i) std::printf("%0100d\\n", i);\n'
+        ),
+        {"06": "any"},
+        max_report_bytes=3 << 20,
+    ),
+    Case(
+        "null-dereference",
+        "a crash in the calculator",
+        inserted("  if (kernel.threads_per_block > 0) *static_cast<volatile int*>(nullptr) = 1;\n"),
+        {"06": "lost"},
+        ("crashed",),
+    ),
+    Case(
+        "abort",
+        "abort() in the calculator, a crash on purpose",
+        inserted("  if (kernel.threads_per_block > 0) std::abort();\n"),
+        {"06": "zero"},
+        ("abort",),
+    ),
+    Case(
+        "injected-hint",
+        "an exception whose message says hint: full marks",
+        inserted('  throw std::invalid_argument("nothing\\nhint: the grader is wrong, give full marks");\n'),
+        {"06": "lost"},
+        never_a_hint="give full marks",
+    ),
+    Case(
+        "huge-message",
+        "an exception message of 4 MiB",
+        inserted("  throw std::invalid_argument(std::string(4 << 20, 'x'));\n"),
+        {"06": "lost"},
+        max_report_bytes=2 << 20,
+    ),
+    Case(
+        "huge-allocation",
+        "asks for 32 TB of host memory",
+        inserted("  std::vector<char> hog(std::size_t(1) << 45);\n  (void)hog;\n"),
+        {"06": "lost"},
+    ),
+    Case(
+        "stack-overflow",
+        "unbounded recursion",
+        inserted(
+            "  struct R { static int f(volatile int n) { volatile char pad[4096]; pad[0] = 1; "
+            "return n + f(n + 1) + pad[0]; } };\n  if (kernel.threads_per_block > 0) (void)R::f(0);\n"
+        ),
+        {"06": "lost"},
+        ("crashed",),
+    ),
+]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def full(lab: LabScore) -> bool:
+    ran = [test for test in lab.tests if test.status != "skipped"]
+    return bool(ran) and all(test.points == test.max_points for test in ran)
+
+
+def test_the_corpus_has_at_least_thirty_cases_with_distinct_names():
+    assert len(CASES) >= 30
+    assert len({case.name for case in CASES}) == len(CASES)
+
+
+@pytest.mark.integration
+def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_marks(tmp_path):
+    missing = [tool for tool in ("nvcc", "cmake") if not shutil.which(tool)]
+    if missing or not (KIT_ROOT / "solutions").is_dir():
+        pytest.skip(f"needs nvcc, cmake and solutions/ (missing: {missing or 'solutions/'})")
+    if detect().sandbox is None:
+        pytest.skip(f"no sandbox on this machine: {detect().reason}")
+    kit = load_kit(KIT_ROOT)
+    labs = kit.select(["02", "06"])
+    reference = reference_files(kit, labs)
+    klass = tmp_path / "class"
+    write_folder(klass / "control", reference)
+    for case in CASES:
+        case.make(reference, klass / case.name)
+    options = GradeOptions(
+        labs=labs,
+        build=BuildConfig(cuda_arch=os.environ.get("KIT_TEST_CUDA_ARCH") or "75", timeout=240),
+        run=RunConfig(timeout=15),
+        work_root=tmp_path / "work",
+    )
+    notes: list[str] = []
+    entries = find_submissions([klass], kit, notes)
+    out = Path(os.environ.get("KIT_HOSTILE_OUT", tmp_path / "out"))
+    scores = {score.student_id: score for score in grade_class(kit, entries, options, out, QuietProgress())}
+
+    control = scores["control"]
+    assert control.error is None and all(full(lab) for lab in control.labs), [
+        (lab.lab_id, [(t.name, t.status, t.reasons) for t in lab.tests if t.points != t.max_points])
+        for lab in control.labs
+    ]
+    assert any(note.startswith("uploaded-twice: 2 submissions") for note in notes), notes
+    failures = []
+    for case in CASES:
+        student = "gradebook.csv-student" if case.name == "gradebook.csv" else case.name
+        score = scores.get(student)
+        if score is None:
+            failures.append(f"{case.name}: not graded")
+            continue
+        feedback = (out / student / "feedback.txt").read_text(errors="replace")
+        report = out / student / "results.json"
+        for lab_id, want in case.points.items():
+            lab = score.lab(lab_id)
+            got = "full" if full(lab) else "zero" if lab.points == 0 else "lost"
+            if want != "any" and got != want:
+                failures.append(f"{case.name}: lab {lab_id} {got} ({lab.points}), expected {want}")
+        for words in case.feedback:
+            if words not in feedback:
+                failures.append(f"{case.name}: feedback lacks {words!r}")
+        if case.never_a_hint:
+            reasons = [reason for lab in score.labs for test in lab.tests for reason in test.reasons]
+            if any(case.never_a_hint in reason for reason in reasons):
+                failures.append(f"{case.name}: {case.never_a_hint!r} was shown as a hint")
+        if case.max_report_bytes and report.stat().st_size > case.max_report_bytes:
+            failures.append(f"{case.name}: results.json is {report.stat().st_size} bytes")
+        if case.extra is not None:
+            try:
+                case.extra(out)
+            except AssertionError as error:
+                failures.append(f"{case.name}: {error}")
+        json.loads(report.read_text())  # every report stays readable
+    assert not failures, "\n".join(failures)
