@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[kit_option],
         help="grade the reference and the mutants",
         description="The reference must earn full marks; every mutant must lose "
-        "at least its kit-expect-loss and show its kit-expect-hint. "
+        "at least its expect_loss and show its expect_hint (solutions/NN_slug/mutants.toml). "
         "Prints one table; exits non-zero if a row FAILs.",
     )
     validate.add_argument("--labs", metavar="LIST", help="comma-separated labs, e.g. 02,03 (default: all)")

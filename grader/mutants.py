@@ -1,34 +1,58 @@
-"""Mutants (solutions/NN_slug/mutants/*.cu) and the sample students made from them.
+"""Mutants (solutions/NN_slug/mutants.toml) and the sample students made from them.
 
-A mutant is a whole variant of one student file whose first comment lines declare what it
-must cost (docs/architecture.md, "Mutants"). The sample students are the reference (every lab's
-reference files) and one student per mutant (the reference with one file swapped); `validate`
-grades them and `grade` with no argument grades them as a class.
+A mutant is one of the common mistakes, written as exact edits of a reference file (its KIT
+markers stripped) together with what it must cost (docs/architecture.md, "Mutants"):
+
+    [[mutant]]
+    name = "grid_not_rounded_up"
+    file = "naive_matmul.cu"          # which student file; optional when the lab has one
+    expect_loss = 30                  # points it must lose at least, or "all"
+    expect_hint = "round the number of blocks up"
+    description = "computes the grid as width / block_size, ..."
+
+    [[mutant.edit]]                   # one or more, applied in order
+    find = "  int blocks = (width + block_size - 1) / block_size;\n"
+    replace = "  int blocks = width / block_size;\n"
+
+Each `find` must occur exactly once in the file as edited so far, so that a change to the
+reference that a mutant's edit no longer fits is an error naming the mutant and the edit, not
+a mutant that silently stopped testing anything. The sample students are the reference (every
+lab's reference files) and one student per mutant (the reference with its file edited);
+`validate` grades them and `grade` with no argument grades them as a class.
 """
 
 from __future__ import annotations
 
-import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import GraderError
+from .handout import MARKER
 from .rubric import Kit, Lab
 
-HEADER_LINE = re.compile(r"^//\s*kit-(?P<key>[a-z-]+)\s*:\s*(?P<value>.*?)\s*$")
-HEADER_KEYS = ("mutant", "file", "expect-loss", "expect-hint", "description")
+MUTANTS_FILE = "mutants.toml"
+MUTANT_KEYS = {"name", "file", "expect_loss", "expect_hint", "description", "edit"}
+EDIT_KEYS = {"find", "replace"}
 REFERENCE_ID = "reference"
+
+
+@dataclass(frozen=True)
+class Edit:
+    find: str
+    replace: str
 
 
 @dataclass(frozen=True)
 class Mutant:
     name: str
     lab: Lab
-    path: Path
     kit_file: str  # the student file it replaces
     expect_loss: float | None  # points it must lose at least; None means "all" of the lab's points
     expect_hint: str | None
-    description: str = ""
+    description: str
+    edits: tuple[Edit, ...]
+    source: bytes  # the reference file with its markers stripped and the edits applied
 
     @property
     def student_id(self) -> str:
@@ -38,96 +62,128 @@ class Mutant:
         return self.lab.max_points if self.expect_loss is None else self.expect_loss
 
 
-def parse_mutant(path: Path, lab: Lab) -> Mutant:
-    """Reads the leading `// kit-KEY: value` lines; errors name the file and line."""
-    values: dict[str, tuple[int, str]] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        if not stripped.startswith("//"):
-            break  # the header is the comment block at the top
-        match = HEADER_LINE.match(stripped)
-        if match is None:
-            continue  # an ordinary comment in the header block
-        key = match.group("key")
-        if key not in HEADER_KEYS:
-            raise GraderError(
-                f"{path}:{number}: unknown header key kit-{key}; the keys are "
-                + ", ".join(f"kit-{name}" for name in HEADER_KEYS)
-            )
-        if key in values:
-            raise GraderError(
-                f"{path}:{number}: kit-{key} given twice (first at line {values[key][0]}); keep one"
-            )
-        values[key] = (number, match.group("value"))
-    return _mutant_from_header(path, lab, values)
+def strip_markers(text: str) -> str:
+    """The reference as a student would have written it: without the KIT marker lines."""
+    return "".join(line for line in text.splitlines(keepends=True) if not MARKER.match(line.rstrip("\n")))
 
 
-def _mutant_from_header(path: Path, lab: Lab, values: dict[str, tuple[int, str]]) -> Mutant:
-    for key in ("mutant", "expect-loss"):
-        if key not in values:
-            raise GraderError(
-                f"{path}:1: missing // kit-{key}: ... in the header comment at the top of the file"
-            )
-    line, name = values["mutant"]
-    if name != path.stem:
+def load_mutants(kit: Kit, lab: Lab) -> list[Mutant]:
+    """The mutants a lab declares, by name; none when it has no mutants.toml."""
+    path = kit.solution_dir(lab) / MUTANTS_FILE
+    if not path.is_file():
+        return []
+    try:
+        declared = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise GraderError(f"{path}: not valid TOML ({error}); fix it and run make validate again") from None
+    unknown = set(declared) - {"mutant"}
+    if unknown:
         raise GraderError(
-            f"{path}:{line}: kit-mutant is {name!r} but the file is {path.name}; make them equal"
+            f"{path}: unknown table {', '.join(sorted(unknown))}; only [[mutant]] entries belong here"
         )
-    kit_file = _kit_file(path, lab, values.get("file"))
-    line, loss_text = values["expect-loss"]
-    hint = values.get("expect-hint", (0, ""))[1]
+    mutants = [
+        _mutant(path, lab, number, entry) for number, entry in enumerate(declared.get("mutant", []), 1)
+    ]
+    names = [mutant.name for mutant in mutants]
+    for name in names:
+        if names.count(name) > 1:
+            raise GraderError(f"{path}: two mutants are named {name!r}; rename one")
+    return sorted(mutants, key=lambda mutant: mutant.name)
+
+
+def _mutant(path: Path, lab: Lab, number: int, entry: dict) -> Mutant:
+    where = f"{path}: mutant {entry.get('name', f'number {number}')!r}"
+    unknown = set(entry) - MUTANT_KEYS
+    if unknown:
+        raise GraderError(
+            f"{where}: unknown key {', '.join(sorted(unknown))}; "
+            f"the keys are {', '.join(sorted(MUTANT_KEYS))}"
+        )
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.replace("_", "").isalnum():
+        raise GraderError(
+            f'{where}: name must be letters, digits and underscores, e.g. name = "no_bounds_check"'
+        )
+    kit_file = _kit_file(where, lab, entry.get("file"))
+    reference_path = path.parent / kit_file
+    if not reference_path.is_file():
+        raise GraderError(f"{where}: the reference {reference_path} is missing")
+    text = strip_markers(reference_path.read_text(encoding="utf-8"))
+    edits = _edits(where, entry.get("edit"))
+    for index, edit in enumerate(edits, 1):
+        found = text.count(edit.find)
+        if found != 1:
+            raise GraderError(
+                f"{where}, edit {index}: its find text occurs {found} times in {kit_file} (KIT markers "
+                f"stripped, earlier edits applied), not once; copy a unique passage from the reference:\n"
+                + edit.find
+            )
+        text = text.replace(edit.find, edit.replace)
     return Mutant(
         name=name,
         lab=lab,
-        path=path,
         kit_file=kit_file,
-        expect_loss=_expected_loss(path, line, loss_text),
-        expect_hint=hint or None,
-        description=values.get("description", (0, ""))[1],
+        expect_loss=_expected_loss(where, entry.get("expect_loss")),
+        expect_hint=_optional_text(where, entry, "expect_hint"),
+        description=_optional_text(where, entry, "description") or "",
+        edits=edits,
+        source=text.encode(),
     )
 
 
-def _kit_file(path: Path, lab: Lab, entry: tuple[int, str] | None) -> str:
-    if entry is None:
+def _kit_file(where: str, lab: Lab, name: object) -> str:
+    if name is None:
         if len(lab.student_files) == 1:
             return lab.student_files[0]
         raise GraderError(
-            f"{path}:1: lab {lab.id} has several student files; add // kit-file: one of "
+            f"{where}: lab {lab.id} has several student files; add file = one of "
             + ", ".join(lab.student_files)
         )
-    line, name = entry
     if name not in lab.student_files:
         raise GraderError(
-            f"{path}:{line}: kit-file {name!r} is not a student file of lab {lab.id}; use one of "
+            f"{where}: file {name!r} is not a student file of lab {lab.id}; use one of "
             + ", ".join(lab.student_files)
         )
-    return name
+    return str(name)
 
 
-def _expected_loss(path: Path, line: int, text: str) -> float | None:
-    if text.lower() == "all":
+def _edits(where: str, entries: object) -> tuple[Edit, ...]:
+    if not isinstance(entries, list) or not entries:
+        raise GraderError(f"{where}: no [[mutant.edit]]; a mutant is at least one edit of the reference")
+    edits = []
+    for index, entry in enumerate(entries, 1):
+        unknown = set(entry) - EDIT_KEYS
+        if unknown or not isinstance(entry.get("find"), str) or not isinstance(entry.get("replace"), str):
+            raise GraderError(
+                f'{where}, edit {index}: an edit is find = "..." and replace = "...", nothing else'
+            )
+        if not entry["find"]:
+            raise GraderError(f"{where}, edit {index}: find is empty; name the passage to change")
+        edits.append(Edit(entry["find"], entry["replace"]))
+    return tuple(edits)
+
+
+def _expected_loss(where: str, value: object) -> float | None:
+    if value == "all":
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise GraderError(
-            f"{path}:{line}: kit-expect-loss {text!r} is not a number; write points, or all"
-        ) from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise GraderError(f'{where}: expect_loss must be a number of points or "all", not {value!r}')
     if value <= 0:
         raise GraderError(
-            f"{path}:{line}: kit-expect-loss must be more than 0 (a mutant that costs nothing tests nothing)"
+            f"{where}: expect_loss must be more than 0 (a mutant that costs nothing tests nothing)"
         )
-    return value
+    return float(value)
+
+
+def _optional_text(where: str, entry: dict, key: str) -> str | None:
+    value = entry.get(key)
+    if value is not None and not isinstance(value, str):
+        raise GraderError(f"{where}: {key} must be text")
+    return value or None
 
 
 def find_mutants(kit: Kit, labs: list[Lab]) -> list[Mutant]:
-    return [
-        parse_mutant(path, lab)
-        for lab in labs
-        for path in sorted((kit.solution_dir(lab) / "mutants").glob("*.cu"))
-    ]
+    return [mutant for lab in labs for mutant in load_mutants(kit, lab)]
 
 
 @dataclass
@@ -165,7 +221,7 @@ def sample_students(kit: Kit, labs: list[Lab], mutant_lab_only: bool) -> list[Sa
             for path, data in reference.items()
             if any(path.startswith(f"labs/{lab.slug}/") for lab in graded)
         }
-        files[f"labs/{mutant.lab.slug}/{mutant.kit_file}"] = mutant.path.read_bytes()
+        files[f"labs/{mutant.lab.slug}/{mutant.kit_file}"] = mutant.source
         students.append(SampleStudent(mutant.student_id, files, mutant, graded))
     return students
 

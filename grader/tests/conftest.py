@@ -115,25 +115,30 @@ int other() {
 }
 """
 
-MUTANT_TRANSPOSED = """\
-// kit-mutant: transposed
-// kit-file: demo.cu
-// kit-expect-loss: 20
-// kit-expect-hint: transposed
-// kit-description: reads N transposed
+MUTANTS_02 = """\
+[[mutant]]
+name = "transposed"
+file = "demo.cu"
+expect_loss = 20
+expect_hint = "transposed"
+description = "reads N transposed"
+
+[[mutant.edit]]
+find = "int demo_host(int width) {\\n"
+replace = '''
 // FAKE-OUTCOME: fail:mismatch at (0,1)\\nhint: the result looks transposed | result matches the host reference for small widths
 // FAKE-OUTCOME: fail:mismatch | result matches when the width is not a multiple of the block
-#include "demo.h"
-int demo_host(int width) { return width; }
-"""
+int demo_host(int width) {
+'''
 
-MUTANT_BROKEN = """\
-// kit-mutant: broken
-// kit-expect-loss: all
-// kit-expect-hint: error
-// FAKE-COMPILE-ERROR
-#include "demo.h"
-int demo_host(int width) { return width }
+[[mutant]]
+name = "broken"
+expect_loss = "all"
+expect_hint = "error"
+
+[[mutant.edit]]
+find = "  return width;\\n"
+replace = "  return width  // FAKE-COMPILE-ERROR\\n"
 """
 
 
@@ -203,8 +208,7 @@ def fake_kit(tmp_path: Path, fake_tools: Path) -> FakeKit:
         "labs/03_other/other.h": "#pragma once\nint other();\n",
         "labs/03_other/other.cu": "// skeleton\nint other() { return 0; }\n",
         "solutions/02_demo/demo.cu": REFERENCE_02,
-        "solutions/02_demo/mutants/transposed.cu": MUTANT_TRANSPOSED,
-        "solutions/02_demo/mutants/broken.cu": MUTANT_BROKEN,
+        "solutions/02_demo/mutants.toml": MUTANTS_02,
         "solutions/03_other/other.cu": REFERENCE_03,
         "CMakeLists.txt": "# fake\n",
         "build/old_build_output.txt": "must not be copied into a stage\n",

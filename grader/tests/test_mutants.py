@@ -1,73 +1,75 @@
-"""mutants.py: mutant headers and the sample students made from them."""
+"""mutants.py: mutants declared as edits of the reference, and the sample students made from them."""
 
 import pytest
 
 from grader.errors import GraderError
-from grader.mutants import find_mutants, parse_mutant, sample_students, write_sample_class
+from grader.mutants import find_mutants, load_mutants, sample_students, strip_markers, write_sample_class
+from grader.rubric import find_kit_root, load_kit
 
-HEADER = """\
-// kit-mutant: transposed
-// kit-file: demo.cu
-// kit-expect-loss: 20
-// kit-expect-hint: looks transposed
-// kit-description: reads N transposed
-#include "demo.h"
-// kit-expect-loss: 99   (below the header: ordinary code comment, ignored)
+
+def declare(fake_kit, text: str):
+    (fake_kit.root / "solutions/02_demo/mutants.toml").write_text(text)
+    kit = fake_kit.reload().kit
+    return load_mutants(kit, kit.labs[0])
+
+
+ONE_EDIT = """\
+[[mutant]]
+name = "no_bounds_check"
+expect_loss = 5
+expect_hint = "bounds"
+description = "drops the bounds check"
+[[mutant.edit]]
+find = "  if (row >= width) return;\\n"
+replace = ""
 """
 
 
-def write(tmp_path, text, name="transposed.cu"):
-    path = tmp_path / name
-    path.write_text(text)
-    return path
-
-
-def test_parses_the_header(fake_kit, tmp_path):
-    mutant = parse_mutant(write(tmp_path, HEADER), fake_kit.kit.labs[0])
+def test_a_mutant_is_the_reference_without_markers_and_with_its_edits(fake_kit):
+    (mutant,) = declare(fake_kit, ONE_EDIT)
     assert (mutant.name, mutant.kit_file, mutant.expect_loss, mutant.expect_hint) == (
-        "transposed",
+        "no_bounds_check",
         "demo.cu",
-        20,
-        "looks transposed",
+        5,
+        "bounds",
     )
-    assert mutant.description == "reads N transposed"
-    assert mutant.student_id == "lab02-transposed"
+    assert mutant.description == "drops the bounds check" and mutant.student_id == "lab02-no_bounds_check"
+    reference = (fake_kit.root / "solutions/02_demo/demo.cu").read_text()
+    assert mutant.source.decode() == strip_markers(reference).replace("  if (row >= width) return;\n", "")
+    assert b"KIT:" not in mutant.source
 
 
-def test_all_means_every_point_of_the_lab_and_kit_file_is_optional_with_one_file(fake_kit, tmp_path):
-    mutant = parse_mutant(
-        write(tmp_path, "// kit-mutant: transposed\n// kit-expect-loss: all\n"), fake_kit.kit.labs[0]
-    )
+def test_all_means_every_point_of_the_lab(fake_kit):
+    (mutant,) = declare(fake_kit, ONE_EDIT.replace("expect_loss = 5", 'expect_loss = "all"'))
     assert mutant.expect_loss is None and mutant.expected_loss_points() == 40
-    assert mutant.kit_file == "demo.cu" and mutant.expect_hint is None
 
 
 @pytest.mark.parametrize(
-    "text, words",
+    "change, words",
     [
-        (
-            "// kit-mutant: transposed\n// kit-expect-los: 3\n",
-            ["transposed.cu:2", "unknown header key kit-expect-los"],
-        ),
-        (
-            "// kit-mutant: transposed\n// kit-expect-loss: lots\n",
-            ["transposed.cu:2", "'lots' is not a number"],
-        ),
-        ("// kit-mutant: transposed\n// kit-expect-loss: 0\n", ["transposed.cu:2", "more than 0"]),
-        ("// kit-mutant: other_name\n// kit-expect-loss: 3\n", ["transposed.cu:1", "make them equal"]),
-        (
-            "// kit-mutant: transposed\n// kit-file: nope.cu\n// kit-expect-loss: 3\n",
-            ["transposed.cu:2", "'nope.cu'"],
-        ),
-        ("// kit-mutant: transposed\n// kit-mutant: transposed\n", ["transposed.cu:2", "given twice"]),
-        ("// kit-mutant: transposed\n", ["missing // kit-expect-loss"]),
+        (("expect_loss = 5", "expect_los = 5"), ["'no_bounds_check'", "unknown key expect_los"]),
+        (("expect_loss = 5", 'expect_loss = "lots"'), ["expect_loss must be a number", "'lots'"]),
+        (("expect_loss = 5", "expect_loss = 0"), ["more than 0"]),
+        (("expect_loss = 5", 'file = "nope.cu"\nexpect_loss = 5'), ["'nope.cu' is not a student file"]),
+        (("if (row >= width) return;", "if (row > width) return;"), ["edit 1", "occurs 0 times", "not once"]),
+        (("  if (row >= width) return;\\n", "width"), ["edit 1", "times in demo.cu", "not once"]),
+        (("[[mutant.edit]]\nfind", "[[mutant.edits]]\nfind"), ["unknown key edits"]),
+        (('replace = ""', ""), ["an edit is find"]),
+        (('name = "no_bounds_check"', 'name = "no bounds"'), ["name must be letters"]),
+        (("[[mutant]]", "[[mutant]"), ["not valid TOML"]),
     ],
 )
-def test_header_errors_name_file_and_line(fake_kit, tmp_path, text, words):
+def test_declaration_errors_name_the_file_the_mutant_and_the_edit(fake_kit, change, words):
     with pytest.raises(GraderError) as caught:
-        parse_mutant(write(tmp_path, text), fake_kit.kit.labs[0])
+        declare(fake_kit, ONE_EDIT.replace(*change))
+    assert "mutants.toml" in str(caught.value)
     for word in words:
         assert word in str(caught.value)
+
+
+def test_two_mutants_may_not_share_a_name(fake_kit):
+    with pytest.raises(GraderError, match="two mutants are named 'no_bounds_check'"):
+        declare(fake_kit, ONE_EDIT + ONE_EDIT)
 
 
 def test_sample_students_are_the_reference_and_one_per_mutant(fake_kit):
@@ -78,7 +80,7 @@ def test_sample_students_are_the_reference_and_one_per_mutant(fake_kit):
     reference, _, transposed = students
     assert set(reference.files) == {"labs/02_demo/demo.cu", "labs/03_other/other.cu"}
     assert set(transposed.files) == {"labs/02_demo/demo.cu"} and [lab.id for lab in transposed.labs] == ["02"]
-    assert b"kit-mutant: transposed" in transposed.files["labs/02_demo/demo.cu"]
+    assert b"FAKE-OUTCOME: fail:mismatch |" in transposed.files["labs/02_demo/demo.cu"]
     whole = sample_students(kit, list(kit.labs), mutant_lab_only=False)[2]
     assert set(whole.files) == {"labs/02_demo/demo.cu", "labs/03_other/other.cu"}
 
@@ -90,3 +92,15 @@ def test_the_sample_class_is_written_as_submission_folders(fake_kit, tmp_path):
     assert (
         (tmp_path / "class/reference/labs/03_other/other.cu").read_text().startswith("// Lab 03 reference.")
     )
+
+
+def test_every_mutant_of_the_kit_applies_to_its_reference_and_changes_it():
+    root = find_kit_root()
+    if not (root / "solutions").is_dir():
+        pytest.skip("a student kit has no solutions/ and no mutants")
+    kit = load_kit(root)
+    mutants = find_mutants(kit, list(kit.labs))
+    assert len(mutants) >= 20
+    for mutant in mutants:
+        reference = strip_markers((kit.solution_dir(mutant.lab) / mutant.kit_file).read_text())
+        assert mutant.source.decode() != reference, mutant.name

@@ -146,8 +146,8 @@ def test_validate_judges_the_reference_and_the_mutants(fake_kit):
 
 
 def test_validate_fails_a_mutant_that_loses_too_little(fake_kit):
-    path = fake_kit.root / "solutions/02_demo/mutants/transposed.cu"
-    path.write_text(path.read_text().replace("kit-expect-loss: 20", "kit-expect-loss: 30"))
+    path = fake_kit.root / "solutions/02_demo/mutants.toml"
+    path.write_text(path.read_text().replace("expect_loss = 20", "expect_loss = 30"))
     report = run_validate(fake_kit.kit, fake_kit.options(["02"]), QuietProgress())
     assert [(v.student, v.verdict) for v in report.failed] == [("transposed", "FAIL")]
 
@@ -159,9 +159,9 @@ def test_validate_without_a_gpu_says_not_run_instead_of_fail(fake_kit):
             test["behaviour"] = "skip:no usable GPU: no CUDA-capable device is detected"
     (fake_kit.root / "fake_kit.json").write_text(json.dumps(spec))
     # A skip overrides the mutant's own FAKE-OUTCOME lines only where the real test would skip.
-    mutant = fake_kit.root / "solutions/02_demo/mutants/transposed.cu"
-    mutant.write_text(
-        "\n".join(line for line in mutant.read_text().splitlines() if "FAKE-OUTCOME" not in line)
+    mutants = fake_kit.root / "solutions/02_demo/mutants.toml"
+    mutants.write_text(
+        "\n".join(line for line in mutants.read_text().splitlines() if "FAKE-OUTCOME" not in line)
     )
     report = run_validate(fake_kit.kit, fake_kit.options(["02"]), QuietProgress())
     verdicts = {v.student: v.verdict for v in report.verdicts}

@@ -1,7 +1,5 @@
 """validate.py: verdicts from (fake) grading results, and the table."""
 
-from pathlib import Path
-
 from grader.mutants import Mutant
 from grader.score import LabScore
 from grader.score import TestScore as Scored  # not named Test*, which pytest would collect
@@ -27,7 +25,7 @@ def skipped(name, points=10):
 
 
 def mutant(fake_kit, loss=20.0, hint="transposed") -> Mutant:
-    return Mutant("transposed", fake_kit.kit.labs[0], Path("transposed.cu"), "demo.cu", loss, hint)
+    return Mutant("transposed", fake_kit.kit.labs[0], "demo.cu", loss, hint, "", (), b"")
 
 
 def test_reference_with_full_marks_is_ok():
@@ -82,7 +80,7 @@ def test_mutant_needing_skipped_gpu_tests_is_not_run_not_fail(fake_kit):
 
 
 def test_mutant_judged_by_a_build_failure_is_judged_even_without_gpu(fake_kit):
-    broken = Mutant("broken", fake_kit.kit.labs[0], Path("broken.cu"), "demo.cu", None, "error")
+    broken = Mutant("broken", fake_kit.kit.labs[0], "demo.cu", None, "error", "", (), b"")
     tests = [Scored(name, 0, 10, "not_built", reasons=["not run: lab02 did not compile"]) for name in "abcd"]
     score = lab_score(*tests, problem="lab02 did not compile")
     assert judge_mutant(broken, score, "lab02 did not compile\n demo.cu(3): error: x").verdict == OK
