@@ -1,12 +1,15 @@
 // kit::answers: reads a lab's answers.toml, where the student answers the write-up's questions,
 // and checks that each question has an answer of the form it asks for. Header-only, host-only,
-// no TOML library: it reads the small subset of TOML the answer sheets use.
+// no TOML library: it reads the small subset of TOML the answer sheets use, and nothing that
+// is not TOML, so every sheet it accepts is a valid TOML file (a pytest checks the handouts
+// with Python's tomllib). toml++ (Debian's libtomlplusplus-dev) would read all of TOML, but the
+// GPU image, which is offline, does not have it, and the sheets need only this:
 //
-//   # a comment          // also a comment (the handout generator writes TODO lines either way)
+//   # a comment
 //   [q2]                 a table: the keys below it are read as q2.<key>
 //   key = 0.5            a number (16_384 is 16384)
 //   key = "b"            text in double quotes (escapes \" \\ \n \t) or in 'single quotes'
-//   key = ""             not answered yet; so are key = '' and a bare key =
+//   key = ""             not answered yet; so is key = ''
 //
 // A comment may also follow a value. parse() and load() throw FormatError for anything else;
 // its what() names the file and the line and says what to write instead. Each lab keeps only
@@ -77,9 +80,7 @@ inline std::string lower(std::string s) {
 }
 
 // Empty, or the rest of a line that is only a comment.
-inline bool is_comment(const std::string& rest) {
-  return rest.empty() || rest[0] == '#' || rest.compare(0, 2, "//") == 0;
-}
+inline bool is_comment(const std::string& rest) { return rest.empty() || rest[0] == '#'; }
 
 inline bool is_key_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
@@ -132,6 +133,9 @@ inline File parse(const std::string& text, const std::string& path) {
     if (number == 1 && raw.compare(0, 3, "\xEF\xBB\xBF") == 0) raw.erase(0, 3);  // a UTF-8 BOM
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
     const std::string line = detail::trim(raw);
+    if (line.compare(0, 2, "//") == 0) {
+      throw fail("// does not start a comment in TOML; start comments with #");
+    }
     if (detail::is_comment(line)) continue;
 
     if (line[0] == '[') {
@@ -165,7 +169,8 @@ inline File parse(const std::string& text, const std::string& path) {
     Value value;
     value.line = number;
     if (detail::is_comment(rest)) {
-      value.type = Value::Type::kBlank;  // key = (nothing yet)
+      throw fail("the value of " + key + " is missing; write " + key + " = \"\" while it is " +
+                 "not answered yet, or " + key + " = your answer");
     } else if (rest[0] == '"' || rest[0] == '\'') {
       const char quote = rest[0];
       std::size_t j = 1;
@@ -199,7 +204,7 @@ inline File parse(const std::string& text, const std::string& path) {
       const std::string after = detail::trim(rest.substr(j + 1));
       if (!detail::is_comment(after)) {
         throw fail("unexpected text after the value of " + key + ": '" + after +
-                   "'; write one value per line (a comment starts with # or //)");
+                   "'; write one value per line (a comment starts with #)");
       }
       const bool blank = detail::trim(value.text).empty();
       value.type = blank ? Value::Type::kBlank : Value::Type::kText;
@@ -207,7 +212,7 @@ inline File parse(const std::string& text, const std::string& path) {
     } else {
       std::size_t end = 0;
       while (end < rest.size() && !std::isspace(static_cast<unsigned char>(rest[end])) &&
-             rest[end] != '#' && rest.compare(end, 2, "//") != 0) {
+             rest[end] != '#') {
         ++end;
       }
       value.text = rest.substr(0, end);
