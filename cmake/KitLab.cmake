@@ -1,7 +1,10 @@
 # kit_add_lab(): the one way a lab becomes targets, so that every lab builds the same way.
 #
-#   kit_add_lab(ID 03 STUDENT_FILES tiled_matmul.cu [LIBRARIES CUDA::cublas]
-#               [ANSWERS answers.toml] [PROBE probe/lab03_probe.cu] [KERNEL_ADDRESSES])
+#   kit_add_lab([LIBRARIES CUDA::cublas] [PROBE probe/lab03_probe.cu] [KERNEL_ADDRESSES])
+#
+# The lab's id comes from its folder name (labs/NN_slug), and its student files from the
+# student_files line of its rubric.toml, the one list the grader reads too: the source files
+# among them are compiled, and a .toml among them is the answer sheet (see "answers" below).
 #
 # makes, for the lab folder it is called from (labs/NN_slug):
 #   labNN_kernels    the student files, from labs/ or solutions/ as KIT_KERNELS says;
@@ -10,8 +13,8 @@
 #   labNN_tests      the lab's public tests plus, when solutions/ exists, its hidden tests;
 # and registers every test case with CTest, labelled from its tags (lab, kind, gpu or cpu).
 # Options:
-#   ANSWERS f         a student file of written answers; the tests get its path for the build
-#                     mode (labs/ or solutions/) as KIT_ANSWERS_PATH.
+#   (answers)         a .toml student file holds written answers; the tests get its path for
+#                     the build mode (labs/ or solutions/) as KIT_ANSWERS_PATH.
 #   PROBE src         labNN_probe: the student's kernels in a small program that the safety
 #                     tests run under compute-sanitizer; the tests get KIT_PROBE_PATH and
 #                     KIT_CUDA_BIN_DIR (where to look for compute-sanitizer), and the kernels
@@ -22,12 +25,49 @@
 #                     nvcc, which lacks the option, already did.
 include(CheckCompilerFlag)
 
+# The student files named on the student_files line of a rubric.toml: sources in `sources`, the
+# answer sheet (a .toml file), if any, in `answers`.
+function(kit_lab_student_files rubric sources answers)
+  file(READ "${rubric}" text)
+  if(NOT text MATCHES "\nstudent_files *= *\\[([^]]*)\\]")
+    message(FATAL_ERROR "${rubric} has no student_files = [...] line; CMake and the grader both read it")
+  endif()
+  string(REGEX MATCHALL "\"[^\"]+\"" quoted "${CMAKE_MATCH_1}")
+  set(code "")
+  set(sheet "")
+  foreach(entry IN LISTS quoted)
+    string(REPLACE "\"" "" entry "${entry}")
+    if(entry MATCHES "\\.toml$")
+      if(sheet)
+        message(FATAL_ERROR "${rubric}: two answer sheets (${sheet}, ${entry}); a lab has at most one")
+      endif()
+      set(sheet "${entry}")
+    elseif(NOT entry MATCHES "\\.(h|hpp|cuh)$")
+      list(APPEND code "${entry}")
+    endif()
+  endforeach()
+  set(${sources} "${code}" PARENT_SCOPE)
+  set(${answers} "${sheet}" PARENT_SCOPE)
+endfunction()
+
 function(kit_add_lab)
-  cmake_parse_arguments(LAB "KERNEL_ADDRESSES" "ID;ANSWERS;PROBE" "STUDENT_FILES;LIBRARIES" ${ARGN})
-  if(NOT LAB_ID MATCHES "^[0-9][0-9]$" OR NOT LAB_STUDENT_FILES)
-    message(FATAL_ERROR "kit_add_lab needs ID NN and STUDENT_FILES (called from ${CMAKE_CURRENT_SOURCE_DIR})")
+  cmake_parse_arguments(LAB "KERNEL_ADDRESSES" "PROBE" "LIBRARIES" ${ARGN})
+  if(LAB_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "kit_add_lab: unknown arguments ${LAB_UNPARSED_ARGUMENTS} (called from "
+                        "${CMAKE_CURRENT_SOURCE_DIR}); the id comes from the folder name and the "
+                        "student files from rubric.toml")
   endif()
   get_filename_component(slug "${CMAKE_CURRENT_SOURCE_DIR}" NAME)
+  if(NOT slug MATCHES "^([0-9][0-9])_[a-z0-9_]+$")
+    message(FATAL_ERROR "lab folder ${slug} is not named NN_slug, e.g. 02_naive_matmul")
+  endif()
+  set(LAB_ID "${CMAKE_MATCH_1}")
+  set(rubric "${CMAKE_CURRENT_SOURCE_DIR}/rubric.toml")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${rubric}")
+  kit_lab_student_files("${rubric}" LAB_STUDENT_FILES LAB_ANSWERS)
+  if(NOT LAB_STUDENT_FILES)
+    message(FATAL_ERROR "${rubric}: student_files names no source file to compile")
+  endif()
   set(lab_dir "${PROJECT_SOURCE_DIR}/labs/${slug}")
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${slug}")
   set(name "lab${LAB_ID}")

@@ -23,13 +23,15 @@ HEADER_SUFFIXES = (".h", ".hpp", ".cuh")
 
 # What each key means, used in error messages so that the fix is in the message.
 LAB_KEYS = {
-    "id": 'two digits that match the folder, e.g. id = "02"',
-    "slug": 'the folder name under labs/ and solutions/, e.g. slug = "02_naive_matmul"',
     "title": 'a short title, e.g. title = "Naive matrix multiplication"',
-    "executable": 'the test executable in <build>/bin/, e.g. executable = "lab02_tests"',
-    "student_files": 'the files a submission may contain, e.g. student_files = ["naive_matmul.cu"]',
+    "student_files": 'the files a submission may contain, e.g. student_files = ["naive_matmul.cu"]; '
+    "CMake reads this line too (cmake/KitLab.cmake): it is the one list of the lab's student files",
     "charts": "optional table [lab.charts] with target and script (docs/architecture.md)",
 }
+# Said once, by the lab's folder name labs/NN_slug: its id (NN), its slug (the folder name) and
+# its test executable (labNN_tests, as kit_add_lab names it).
+DERIVED_KEYS = ("id", "slug", "executable")
+LAB_FOLDER = re.compile(r"(?P<id>\d\d)_[a-z0-9_]+")
 CHART_KEYS = {
     "target": 'the CMake target the script runs, e.g. target = "lab06_curves"',
     "script": 'a Python script in the lab folder, e.g. script = "plot_occupancy.py"',
@@ -186,26 +188,27 @@ def load_rubric(path: Path) -> Lab:
 
 
 def _parse_lab_table(path: Path, table: dict[str, Any]) -> dict[str, Any]:
-    _refuse_unknown_keys(path, "[lab]", table, LAB_KEYS)
-    optional = ("student_files", "charts")
-    fields = {key: _required_string(path, "[lab]", table, key) for key in LAB_KEYS if key not in optional}
     folder = path.parent.name
-    if not re.fullmatch(r"\d\d", fields["id"]):
-        raise GraderError(f"{path}: [lab] id = {fields['id']!r} is not two digits; use {LAB_KEYS['id']}")
-    if fields["slug"] != folder:
+    for key in DERIVED_KEYS:
+        if key in table:
+            raise GraderError(
+                f"{path}: [lab] {key} comes from the folder name {folder!r} (id {folder[:2]}, slug "
+                f"{folder}, executable lab{folder[:2]}_tests) and is not restated; "
+                f"remove the line {key} = ..."
+            )
+    _refuse_unknown_keys(path, "[lab]", table, LAB_KEYS)
+    match = LAB_FOLDER.fullmatch(folder)
+    if match is None:
         raise GraderError(
-            f"{path}: [lab] slug = {fields['slug']!r} differs from the folder name; use slug = {folder!r}"
+            f"{path}: the lab folder {folder!r} is not named NN_slug (two digits, an underscore, then "
+            "lower-case letters, digits and underscores), e.g. labs/02_naive_matmul"
         )
-    if not folder.startswith(fields["id"] + "_"):
-        raise GraderError(
-            f"{path}: [lab] id = {fields['id']!r} does not match the folder {folder!r}; "
-            f"use id = {folder[:2]!r}"
-        )
-    if not re.fullmatch(r"[A-Za-z0-9_]+", fields["executable"]):
-        raise GraderError(
-            f"{path}: [lab] executable = {fields['executable']!r} is not a plain target name; "
-            f"use {LAB_KEYS['executable']}"
-        )
+    fields = {
+        "id": match.group("id"),
+        "slug": folder,
+        "title": _required_string(path, "[lab]", table, "title"),
+        "executable": f"lab{match.group('id')}_tests",
+    }
     fields["student_files"] = _parse_student_files(path, table.get("student_files"))
     fields["charts"] = _parse_charts(path, table.get("charts"))
     return fields

@@ -34,10 +34,7 @@ LAB03_TESTS = [
 
 LAB02_RUBRIC = """\
 [lab]
-id = "02"
-slug = "02_demo"
 title = "Demo matmul"
-executable = "lab02_tests"
 student_files = ["demo.cu"]
 
 [[test]]
@@ -70,10 +67,7 @@ visibility = "hidden"
 
 LAB03_RUBRIC = """\
 [lab]
-id = "03"
-slug = "03_other"
 title = "Other lab"
-executable = "lab03_tests"
 student_files = ["other.cu"]
 
 [[test]]

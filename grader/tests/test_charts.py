@@ -16,10 +16,7 @@ from grader.score import LabScore, SubmissionScore
 
 RUBRIC = """\
 [lab]
-id = "06"
-slug = "06_demo"
 title = "Demo charts"
-executable = "lab06_tests"
 student_files = ["calc.cu"]
 
 [lab.charts]
