@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Summarises a CTest JUnit file: how many tests passed, failed and were skipped, and why
 the GPU tests were skipped, so a run on a machine without a GPU says so plainly."""
+
 from __future__ import annotations
 
 import re
@@ -30,8 +31,7 @@ def main(path: str) -> int:
             counts["failed"] += 1
         else:
             counts["passed"] += 1
-    print(f"Catch2: {counts['passed']} passed, {counts['failed']} failed, "
-          f"{counts['skipped']} skipped")
+    print(f"Catch2: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
     for reason, n in reasons.most_common():
         print(f"  {n} GPU test(s) skipped, not passed: no usable GPU: {reason}")
     return 0

@@ -1,4 +1,5 @@
 """scripts/setup.sh: missing prerequisites get one clear message; a second run does nothing."""
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,7 @@ SETUP = KIT / "scripts" / "setup.sh"
 
 def run_setup(build: Path, path: str) -> subprocess.CompletedProcess[str]:
     env = {"PATH": path, "HOME": str(build), "KIT_BUILD_DIR": str(build)}
-    return subprocess.run(["bash", str(SETUP)], env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(["bash", str(SETUP)], env=env, capture_output=True, text=True, timeout=600)
 
 
 def fake_tool(folder: Path, name: str, script: str) -> None:
@@ -25,8 +25,10 @@ def fake_tool(folder: Path, name: str, script: str) -> None:
     tool.chmod(0o755)
 
 
-@pytest.mark.skipif(Path("/usr/bin/nvcc").exists() or Path("/bin/nvcc").exists(),
-                    reason="nvcc is installed in /usr/bin, so it cannot be hidden from PATH")
+@pytest.mark.skipif(
+    Path("/usr/bin/nvcc").exists() or Path("/bin/nvcc").exists(),
+    reason="nvcc is installed in /usr/bin, so it cannot be hidden from PATH",
+)
 def test_setup_names_the_fix_when_nvcc_is_missing(tmp_path: Path) -> None:
     result = run_setup(tmp_path / "build", "/usr/bin:/bin")
     assert result.returncode != 0
@@ -45,8 +47,10 @@ def test_setup_refuses_a_cmake_that_is_too_old(tmp_path: Path) -> None:
     assert "3.24" in result.stderr
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
-                    reason="needs the CUDA toolkit")
+@pytest.mark.skipif(
+    shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
+    reason="needs the CUDA toolkit",
+)
 def test_setup_succeeds_once_and_then_does_nothing(tmp_path: Path) -> None:
     path = os.environ.get("PATH", "/usr/bin:/bin") + ":/usr/local/cuda/bin"
     build = tmp_path / "build"
