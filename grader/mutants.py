@@ -14,6 +14,10 @@ markers stripped) together with what it must cost (docs/architecture.md, "Mutant
     find = "  int blocks = (width + block_size - 1) / block_size;\n"
     replace = "  int blocks = width / block_size;\n"
 
+A `[[variant]]` is the opposite: a correct solution written differently (another block shape,
+a padded tile, ternary guards, unrolled loops), with a name, a file, a description and its
+edits, and no expected loss: it must keep every point the reference earns.
+
 Each `find` must occur exactly once in the file as edited so far, so that a change to the
 reference that a mutant's edit no longer fits is an error naming the mutant and the edit, not
 a mutant that silently stopped testing anything. The sample students are the reference (every
@@ -33,6 +37,7 @@ from .rubric import Kit, Lab
 
 MUTANTS_FILE = "mutants.toml"
 MUTANT_KEYS = {"name", "file", "expect_loss", "expect_hint", "description", "edit"}
+VARIANT_KEYS = {"name", "file", "description", "edit"}
 EDIT_KEYS = {"find", "replace"}
 REFERENCE_ID = "reference"
 
@@ -53,12 +58,19 @@ class Mutant:
     description: str
     edits: tuple[Edit, ...]
     source: bytes  # the reference file with its markers stripped and the edits applied
+    kind: str = "mutant"  # or "variant": a correct solution that must keep every point
 
     @property
     def student_id(self) -> str:
-        return f"{self.lab.tag}-{self.name}"
+        return f"{self.lab.tag}-variant-{self.name}" if self.is_variant else f"{self.lab.tag}-{self.name}"
+
+    @property
+    def is_variant(self) -> bool:
+        return self.kind == "variant"
 
     def expected_loss_points(self) -> float:
+        if self.is_variant:
+            return 0.0
         return self.lab.max_points if self.expect_loss is None else self.expect_loss
 
 
@@ -68,7 +80,7 @@ def strip_markers(text: str) -> str:
 
 
 def load_mutants(kit: Kit, lab: Lab) -> list[Mutant]:
-    """The mutants a lab declares, by name; none when it has no mutants.toml."""
+    """The mutants a lab declares, by name, then its variants; none without a mutants.toml."""
     path = kit.solution_dir(lab) / MUTANTS_FILE
     if not path.is_file():
         return []
@@ -76,28 +88,33 @@ def load_mutants(kit: Kit, lab: Lab) -> list[Mutant]:
         declared = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise GraderError(f"{path}: not valid TOML ({error}); fix it and run make validate again") from None
-    unknown = set(declared) - {"mutant"}
+    unknown = set(declared) - {"mutant", "variant"}
     if unknown:
         raise GraderError(
-            f"{path}: unknown table {', '.join(sorted(unknown))}; only [[mutant]] entries belong here"
+            f"{path}: unknown table {', '.join(sorted(unknown))}; only [[mutant]] and [[variant]] "
+            "entries belong here"
         )
-    mutants = [
-        _mutant(path, lab, number, entry) for number, entry in enumerate(declared.get("mutant", []), 1)
-    ]
-    names = [mutant.name for mutant in mutants]
-    for name in names:
-        if names.count(name) > 1:
-            raise GraderError(f"{path}: two mutants are named {name!r}; rename one")
-    return sorted(mutants, key=lambda mutant: mutant.name)
+    found = []
+    for kind in ("mutant", "variant"):
+        entries = [
+            _mutant(path, lab, number, entry, kind) for number, entry in enumerate(declared.get(kind, []), 1)
+        ]
+        names = [entry.name for entry in entries]
+        for name in names:
+            if names.count(name) > 1:
+                raise GraderError(f"{path}: two {kind}s are named {name!r}; rename one")
+        found += sorted(entries, key=lambda entry: entry.name)
+    return found
 
 
-def _mutant(path: Path, lab: Lab, number: int, entry: dict) -> Mutant:
-    where = f"{path}: mutant {entry.get('name', f'number {number}')!r}"
-    unknown = set(entry) - MUTANT_KEYS
+def _mutant(path: Path, lab: Lab, number: int, entry: dict, kind: str = "mutant") -> Mutant:
+    where = f"{path}: {kind} {entry.get('name', f'number {number}')!r}"
+    keys = MUTANT_KEYS if kind == "mutant" else VARIANT_KEYS
+    unknown = set(entry) - keys
     if unknown:
         raise GraderError(
-            f"{where}: unknown key {', '.join(sorted(unknown))}; "
-            f"the keys are {', '.join(sorted(MUTANT_KEYS))}"
+            f"{where}: unknown key {', '.join(sorted(unknown))}; the keys are {', '.join(sorted(keys))}"
+            + ("" if kind == "mutant" else " (a variant keeps every point: it has no expected loss)")
         )
     name = entry.get("name")
     if not isinstance(name, str) or not name.replace("_", "").isalnum():
@@ -119,15 +136,18 @@ def _mutant(path: Path, lab: Lab, number: int, entry: dict) -> Mutant:
                 + edit.find
             )
         text = text.replace(edit.find, edit.replace)
+    if text == strip_markers(reference_path.read_text(encoding="utf-8")):
+        raise GraderError(f"{where}: its edits leave the reference as it was; it would test nothing")
     return Mutant(
         name=name,
         lab=lab,
         kit_file=kit_file,
-        expect_loss=_expected_loss(where, entry.get("expect_loss")),
+        expect_loss=_expected_loss(where, entry.get("expect_loss")) if kind == "mutant" else 0.0,
         expect_hint=_optional_text(where, entry, "expect_hint"),
         description=_optional_text(where, entry, "description") or "",
         edits=edits,
         source=text.encode(),
+        kind=kind,
     )
 
 
@@ -205,8 +225,11 @@ def reference_files(kit: Kit, labs: list[Lab]) -> dict[str, bytes]:
     return files
 
 
-def sample_students(kit: Kit, labs: list[Lab], mutant_lab_only: bool) -> list[SampleStudent]:
-    """The reference and one student per mutant; with mutant_lab_only, a mutant is graded on its lab only."""
+def sample_students(
+    kit: Kit, labs: list[Lab], mutant_lab_only: bool, variants: bool = False
+) -> list[SampleStudent]:
+    """The reference and one student per mutant (and per variant, with `variants`); with
+    mutant_lab_only, a mutant or variant is graded on its lab only."""
     if not kit.has_solutions:
         raise GraderError(
             "the sample class is made from solutions/, which this kit does not have; "
@@ -215,6 +238,8 @@ def sample_students(kit: Kit, labs: list[Lab], mutant_lab_only: bool) -> list[Sa
     reference = reference_files(kit, labs)
     students = [SampleStudent(REFERENCE_ID, reference, None, list(labs))]
     for mutant in find_mutants(kit, labs):
+        if mutant.is_variant and not variants:
+            continue
         graded = [mutant.lab] if mutant_lab_only else list(labs)
         files = {
             path: data

@@ -1,4 +1,5 @@
-"""`validate`: the reference must earn full marks; every mutant must lose its points and get its hint.
+"""`validate`: the reference and every correct variant must earn full marks; every mutant must
+lose its points and get its hint.
 
 Without a usable GPU the GPU tests are skipped, so only what could run is judged: a row that
 needed a skipped test to pass its check is "not run (no GPU)", not FAIL.
@@ -40,11 +41,13 @@ def not_run_verdict(lab: LabScore) -> str | None:
     return "not run (no GPU)" if any("gpu" in reason.lower() for reason in reasons) else "not run (skipped)"
 
 
-def judge_reference(lab: LabScore, refused: list[str] = ()) -> Verdict:
+def judge_reference(lab: LabScore, refused: list[str] = (), student: str = REFERENCE_ID) -> Verdict:
+    """The reference, or a correct variant (`student`, its name): every test that ran earns
+    full marks."""
     loss = round(lab.max_points - lab.points, 2)
     if refused:
         return Verdict(
-            REFERENCE_ID,
+            student,
             lab.lab_id,
             "none",
             loss,
@@ -56,10 +59,10 @@ def judge_reference(lab: LabScore, refused: list[str] = ()) -> Verdict:
         test.status == "passed" and test.full_marks for test in lab.tests if test.status != "skipped"
     )
     if ran_fully and not lab.skipped:
-        return Verdict(REFERENCE_ID, lab.lab_id, "none", loss, "-", OK)
+        return Verdict(student, lab.lab_id, "none", loss, "-", OK)
     if ran_fully:
         return Verdict(
-            REFERENCE_ID,
+            student,
             lab.lab_id,
             "none",
             loss,
@@ -69,7 +72,7 @@ def judge_reference(lab: LabScore, refused: list[str] = ()) -> Verdict:
         )
     lost = [test.name for test in lab.tests if test.status != "skipped" and not test.full_marks]
     note = lab.problem or "loses points on: " + "; ".join(lost)
-    return Verdict(REFERENCE_ID, lab.lab_id, "none", loss, "-", FAIL, note)
+    return Verdict(student, lab.lab_id, "none", loss, "-", FAIL, note)
 
 
 def judge_mutant(mutant: Mutant, lab: LabScore, feedback: str, refused: list[str] = ()) -> Verdict:
@@ -111,6 +114,10 @@ def judge_student(student: SampleStudent, score: SubmissionScore) -> list[Verdic
         refused.append(f"grader error: {score.error.splitlines()[0]}")
     if student.mutant is None:
         verdicts = [judge_reference(lab, refused) for lab in score.labs]
+    elif student.mutant.is_variant:
+        lab = score.lab(student.mutant.lab.id)
+        assert lab is not None
+        verdicts = [judge_reference(lab, refused, f"variant {student.mutant.name}")]
     else:
         lab = score.lab(student.mutant.lab.id)
         assert lab is not None
@@ -133,6 +140,7 @@ def format_table(verdicts: list[Verdict]) -> str:
 class ValidateReport:
     verdicts: list[Verdict]
     scores: dict[str, SubmissionScore]
+    correct_ids: frozenset[str] = frozenset({REFERENCE_ID})  # the reference and the variants
 
     @property
     def failed(self) -> list[Verdict]:
@@ -146,7 +154,8 @@ class ValidateReport:
 def run_validate(kit: Kit, options: GradeOptions, progress: Progress | None = None) -> ValidateReport:
     """Grades the sample students (a mutant on its own lab only) with one engine, concurrently."""
     students = {
-        student.student_id: student for student in sample_students(kit, options.labs, mutant_lab_only=True)
+        student.student_id: student
+        for student in sample_students(kit, options.labs, mutant_lab_only=True, variants=True)
     }
     progress = progress or PlainProgress()
     progress.start(len(students), 0)
@@ -168,7 +177,12 @@ def run_validate(kit: Kit, options: GradeOptions, progress: Progress | None = No
     verdicts: list[Verdict] = []
     for student_id, student in students.items():
         verdicts += judge_student(student, scores[student_id])
-    return ValidateReport(verdicts, scores)
+    correct = frozenset(
+        student_id
+        for student_id, student in students.items()
+        if student.mutant is None or student.mutant.is_variant
+    )
+    return ValidateReport(verdicts, scores, correct)
 
 
 def untested_tests(report: ValidateReport, labs: list[Lab]) -> dict[str, list[str]]:
@@ -179,7 +193,7 @@ def untested_tests(report: ValidateReport, labs: list[Lab]) -> dict[str, list[st
         ran = False
         for student_id, score in report.scores.items():
             lab_score = score.lab(lab.id)
-            if student_id == REFERENCE_ID or lab_score is None or lab_score.problem:
+            if student_id in report.correct_ids or lab_score is None or lab_score.problem:
                 continue  # a lab that was not built tells nothing about single tests
             ran = True
             lost |= {

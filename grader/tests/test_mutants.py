@@ -104,3 +104,18 @@ def test_every_mutant_of_the_kit_applies_to_its_reference_and_changes_it():
     for mutant in mutants:
         reference = strip_markers((kit.solution_dir(mutant.lab) / mutant.kit_file).read_text())
         assert mutant.source.decode() != reference, mutant.name
+
+
+def test_a_variant_is_a_correct_rewrite_with_no_expected_loss(fake_kit):
+    variant = ONE_EDIT.replace("[[mutant]]", "[[variant]]").replace("[[mutant.edit]]", "[[variant.edit]]")
+    with pytest.raises(GraderError, match="variant 'no_bounds_check': unknown key expect_hint, expect_loss"):
+        declare(fake_kit, variant)
+    plain = variant.replace("expect_loss = 5\n", "").replace('expect_hint = "bounds"\n', "")
+    (mutant, declared) = declare(fake_kit, ONE_EDIT + plain)
+    assert not mutant.is_variant and declared.is_variant
+    assert declared.student_id == "lab02-variant-no_bounds_check" and declared.expected_loss_points() == 0
+
+
+def test_an_edit_that_changes_nothing_is_refused(fake_kit):
+    with pytest.raises(GraderError, match="leave the reference as it was"):
+        declare(fake_kit, ONE_EDIT.replace('replace = ""', 'replace = "  if (row >= width) return;\\n"'))

@@ -11,6 +11,7 @@ import pytest
 
 from grader import cli, pipeline
 from grader.collect import CLASS_FILES, collect_submission
+from grader.mutants import sample_students
 from grader.errors import GraderError
 from grader.pipeline import check_lab, grade_class, grade_submission
 from grader.progress import PlainProgress, QuietProgress
@@ -145,6 +146,41 @@ def test_validate_judges_the_reference_and_the_mutants(fake_kit):
     assert untested == {"02": [test.name for test in fake_kit.kit.labs[0].tests[2:]]}
 
 
+VARIANTS = """
+[[variant]]
+name = "plus_zero"
+description = "returns width + 0: written differently, as correct"
+[[variant.edit]]
+find = "  return width;\\n"
+replace = "  return width + 0;\\n"
+
+[[variant]]
+name = "wrong_after_all"
+[[variant.edit]]
+find = "  return width;\\n"
+replace = "  // FAKE-OUTCOME: fail:mismatch | host function rejects a width of zero\\n  return width;\\n"
+"""
+
+
+def test_validate_grades_correct_variants_beside_the_mutants_and_fails_one_that_loses_a_point(fake_kit):
+    path = fake_kit.root / "solutions/02_demo/mutants.toml"
+    path.write_text(path.read_text() + VARIANTS)
+    kit = fake_kit.reload().kit
+    report = run_validate(kit, fake_kit.options(["02"]), QuietProgress())
+    rows = {v.student: v for v in report.verdicts}
+    assert rows["variant plus_zero"].verdict == "ok"
+    assert rows["variant wrong_after_all"].verdict == "FAIL"
+    assert "host function rejects a width of zero" in rows["variant wrong_after_all"].note
+    # A test a variant fails is not one a mutant catches: it still counts as untested.
+    assert "host function rejects a width of zero" in untested_tests(report, list(kit.labs))["02"]
+    # Variants are graded by validate only: the sample class stays the reference and the mutants.
+    assert [s.student_id for s in sample_students(kit, list(kit.labs), mutant_lab_only=True)] == [
+        "reference",
+        "lab02-broken",
+        "lab02-transposed",
+    ]
+
+
 def test_validate_fails_a_mutant_that_loses_too_little(fake_kit):
     path = fake_kit.root / "solutions/02_demo/mutants.toml"
     path.write_text(path.read_text().replace("expect_loss = 20", "expect_loss = 30"))
@@ -160,9 +196,7 @@ def test_validate_without_a_gpu_says_not_run_instead_of_fail(fake_kit):
     (fake_kit.root / "fake_kit.json").write_text(json.dumps(spec))
     # A skip overrides the mutant's own FAKE-OUTCOME lines only where the real test would skip.
     mutants = fake_kit.root / "solutions/02_demo/mutants.toml"
-    mutants.write_text(
-        "\n".join(line for line in mutants.read_text().splitlines() if "FAKE-OUTCOME" not in line)
-    )
+    mutants.write_text(mutants.read_text().replace("// FAKE-OUTCOME:", "// (on a GPU it fails)"))
     report = run_validate(fake_kit.kit, fake_kit.options(["02"]), QuietProgress())
     verdicts = {v.student: v.verdict for v in report.verdicts}
     assert verdicts == {"reference": "not run (no GPU)", "transposed": "not run (no GPU)", "broken": "ok"}
