@@ -13,13 +13,7 @@
 #include "kit/speed.hpp"
 #include "kit/testing.hpp"
 #include "naive_matmul.h"
-
-#ifdef KIT_HAVE_REFERENCE
-namespace lab02_reference {
-void launch_naive_matmul(const float* d_M, const float* d_N, float* d_P, int width,
-                         int block_size);
-}
-#endif
+#include "reference_launch.hpp"
 
 using Catch::Matchers::ContainsSubstring;
 
@@ -29,18 +23,6 @@ kit::MatmulLaunch naive(int width, int block_size) {
   return [=](const float* d_M, const float* d_N, float* d_P) {
     lab02::launch_naive_matmul(d_M, d_N, d_P, width, block_size);
   };
-}
-
-// The speed test's yardstick; a student kit has none, and kit::SpeedComparison times cuBLAS.
-kit::MatmulLaunch reference_naive(int width, int block_size) {
-#ifdef KIT_HAVE_REFERENCE
-  return [=](const float* d_M, const float* d_N, float* d_P) {
-    lab02_reference::launch_naive_matmul(d_M, d_N, d_P, width, block_size);
-  };
-#else
-  (void)width, (void)block_size;
-  return {};
-#endif
 }
 
 // Each width gets its own inputs; both block shapes run on them.
@@ -151,6 +133,7 @@ TEST_CASE("naive kernel speed is close to the reference kernel", "[lab02][perfor
   const kit::MatmulProblem problem = kit::make_square_problem(width, 6000);
   KIT_REQUIRE_MATRIX(kit::check_matmul(problem, naive(width, block)));
   kit::SpeedComparison speed("reference kernel");
-  speed.time("16 x 16 blocks", problem, naive(width, block), reference_naive(width, block));
+  speed.time("16 x 16 blocks", problem, naive(width, block),
+             lab02_tests::reference_naive(width, block));
   kit::report_speed(speed);
 }

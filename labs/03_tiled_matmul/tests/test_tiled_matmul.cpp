@@ -13,29 +13,8 @@
 #include "kit/testing.hpp"
 #include "lab03_support.hpp"
 #include "racecheck.hpp"
+#include "reference_launch.hpp"
 #include "tiled_matmul.h"
-
-#ifdef KIT_HAVE_REFERENCE
-namespace lab03_reference {
-void launch_tiled_matmul(const float* d_M, const float* d_N, float* d_P, int width, int tile_width);
-}
-#endif
-
-namespace {
-
-// The speed test's yardstick; a student kit has none, and kit::SpeedComparison times cuBLAS.
-kit::MatmulLaunch reference_tiled(int width, int tile_width) {
-#ifdef KIT_HAVE_REFERENCE
-  return [=](const float* d_M, const float* d_N, float* d_P) {
-    lab03_reference::launch_tiled_matmul(d_M, d_N, d_P, width, tile_width);
-  };
-#else
-  (void)width, (void)tile_width;
-  return {};
-#endif
-}
-
-}  // namespace
 
 using Catch::Matchers::ContainsSubstring;
 using lab03_tests::check_width_with_both_tiles;
@@ -189,7 +168,7 @@ TEST_CASE("tiled kernel speed is close to the reference tiled kernel",
   kit::SpeedComparison speed("reference tiled kernel");
   for (int tile : {16, 32}) {
     speed.time("TILE_WIDTH " + std::to_string(tile), problem, lab03_tests::tiled(width, tile),
-               reference_tiled(width, tile));
+               lab03_tests::reference_tiled(width, tile));
   }
   kit::report_speed(speed);
 }

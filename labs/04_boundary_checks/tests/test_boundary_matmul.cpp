@@ -11,32 +11,11 @@
 #include "boundary_matmul.h"
 #include "kit/matmul_harness.hpp"
 #include "kit/poison.hpp"
+#include "kit/sanitizer.hpp"
 #include "kit/speed.hpp"
 #include "kit/testing.hpp"
 #include "lab04_support.hpp"
-#include "kit/sanitizer.hpp"
-
-#ifdef KIT_HAVE_REFERENCE
-namespace lab04_reference {
-void launch_tiled_matmul(const float* d_M, const float* d_N, float* d_P, int width, int tile_width);
-}
-#endif
-
-namespace {
-
-// The speed test's yardstick; a student kit has none, and kit::SpeedComparison times cuBLAS.
-kit::MatmulLaunch reference_square(int width, int tile_width) {
-#ifdef KIT_HAVE_REFERENCE
-  return [=](const float* d_M, const float* d_N, float* d_P) {
-    lab04_reference::launch_tiled_matmul(d_M, d_N, d_P, width, tile_width);
-  };
-#else
-  (void)width, (void)tile_width;
-  return {};
-#endif
-}
-
-}  // namespace
+#include "reference_launch.hpp"
 
 using Catch::Matchers::ContainsSubstring;
 using lab04_tests::Shape;
@@ -250,7 +229,7 @@ TEST_CASE("boundary-checked kernel speed is close to the reference kernel",
   kit::SpeedComparison speed("reference kernel");
   for (int tile : {16, 32}) {
     speed.time("TILE_WIDTH " + std::to_string(tile), problem, lab04_tests::square(width, tile),
-               reference_square(width, tile));
+               lab04_tests::reference_square(width, tile));
   }
   kit::report_speed(speed);
 }
