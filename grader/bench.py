@@ -74,9 +74,12 @@ class Pass:
     windows: int
     window_seconds: float
     parked_seconds: float
-    timeline: Timeline = field(repr=False)
     spans: list[Span] = field(repr=False)  # times from the pass's start
     scores: dict[str, SubmissionScore] = field(repr=False)
+
+    @property
+    def timeline(self) -> Timeline:
+        return build_timeline(self.spans, 0.0, self.wall)
 
     @property
     def per_minute(self) -> float:
@@ -111,7 +114,6 @@ def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[Synthe
             windows=engine.scheduler.stats.started.get("window", 0),
             window_seconds=engine.scheduler.stats.window_seconds,
             parked_seconds=engine.scheduler.stats.parked_seconds,
-            timeline=build_timeline(engine.scheduler.stats.spans, start, wall),
             spans=[
                 replace(span, start=span.start - start, end=span.end - start)
                 for span in engine.scheduler.stats.spans

@@ -125,7 +125,8 @@ def _mutant(path: Path, lab: Lab, number: int, entry: dict, kind: str = "mutant"
     reference_path = path.parent / kit_file
     if not reference_path.is_file():
         raise GraderError(f"{where}: the reference {reference_path} is missing")
-    text = strip_markers(reference_path.read_text(encoding="utf-8"))
+    reference = strip_markers(reference_path.read_text(encoding="utf-8"))
+    text = reference
     edits = _edits(where, entry.get("edit"))
     for index, edit in enumerate(edits, 1):
         found = text.count(edit.find)
@@ -136,7 +137,7 @@ def _mutant(path: Path, lab: Lab, number: int, entry: dict, kind: str = "mutant"
                 + edit.find
             )
         text = text.replace(edit.find, edit.replace)
-    if text == strip_markers(reference_path.read_text(encoding="utf-8")):
+    if text == reference:
         raise GraderError(f"{where}: its edits leave the reference as it was; it would test nothing")
     return Mutant(
         name=name,

@@ -17,7 +17,7 @@ import tarfile
 import time
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -52,7 +52,7 @@ class Case:
     feedback: tuple[str, ...] = ()  # words its feedback must show
     never_a_hint: str = ""  # text that must not be shown as one of the kit's hints
     max_report_bytes: int = 0  # results.json at most this big (0: no bound checked)
-    extra: Callable[[Path], None] | None = field(default=None)  # more checks on the output folder
+    extra: Callable[[Path], None] | None = None  # more checks on the output folder
 
 
 # ---------------------------------------------------------------------------------------------
@@ -433,8 +433,9 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
     missing = [tool for tool in ("nvcc", "cmake") if not shutil.which(tool)]
     if missing or not (KIT_ROOT / "solutions").is_dir():
         pytest.skip(f"needs nvcc, cmake and solutions/ (missing: {missing or 'solutions/'})")
-    if detect().sandbox is None:
-        pytest.skip(f"no sandbox on this machine: {detect().reason}")
+    check = detect()
+    if check.sandbox is None:
+        pytest.skip(f"no sandbox on this machine: {check.reason}")
     kit = load_kit(KIT_ROOT)
     labs = kit.select(["02", "06"])
     reference = reference_files(kit, labs)

@@ -179,20 +179,26 @@ def test_windows_are_not_starved_by_a_stream_of_jobs():
     assert waited < 1.0
 
 
+def busy_gpu(scheduler: Scheduler, seconds: float) -> threading.Thread:
+    """A thread that holds a GPU slot for `seconds`; returned once it holds it."""
+    holding = threading.Event()
+
+    def job() -> None:
+        with scheduler.hold(Need.GPU):
+            holding.set()
+            time.sleep(seconds)
+
+    thread = threading.Thread(target=job)
+    thread.start()
+    holding.wait(5)
+    return thread
+
+
 def test_a_cancelled_window_request_gives_nothing_and_leaves_the_lane_open():
     scheduler = Scheduler(cpu_slots=4, gpus=["0"], gpu_slots=2, max_defer=0.05)
     cancel = threading.Event()
     results = []
-    busy = threading.Event()
-
-    def busy_job() -> None:
-        with scheduler.hold(Need.GPU):
-            busy.set()
-            time.sleep(0.6)
-
-    holder = threading.Thread(target=busy_job)
-    holder.start()
-    busy.wait(5)
+    holder = busy_gpu(scheduler, 0.6)
     with scheduler.hold(Need.GPU) as lease:
         threading.Timer(0.2, cancel.set).start()
         with scheduler.window(lease, cancel.is_set) as granted:
@@ -208,16 +214,7 @@ def test_a_cancelled_window_request_gives_nothing_and_leaves_the_lane_open():
 def test_the_scheduler_learns_how_long_a_kind_of_job_runs_not_counting_its_wait_for_a_window():
     scheduler = Scheduler(cpu_slots=4, gpus=["0"], gpu_slots=4, max_defer=30)
     assert scheduler.expected_seconds("lab02_tests/timed") is None
-    busy = threading.Event()
-
-    def other() -> None:
-        with scheduler.hold(Need.GPU):
-            busy.set()
-            time.sleep(0.4)
-
-    holder = threading.Thread(target=other)
-    holder.start()
-    busy.wait(5)
+    holder = busy_gpu(scheduler, 0.4)
     with scheduler.hold(Need.GPU, key="lab02_tests/timed") as lease:
         time.sleep(0.1)
         with scheduler.window(lease):  # waits about 0.3 s for the other job
