@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace kit {
 
@@ -21,5 +22,13 @@ template <typename Kernel>
 KernelAttributes kernel_attributes(Kernel* kernel) {
   return kernel_attributes(reinterpret_cast<const void*>(kernel));
 }
+
+// The tiling lesson's shared-memory rule, for a kernel instantiated at tile_width: room for at
+// least the two tile_width x tile_width float tiles Mds and Nds, and at most twice that. A
+// padded tile ([TILE_WIDTH][TILE_WIDTH + 1], against bank conflicts) or a flat one is fine;
+// no shared memory at all, or tiles sized by a fixed number larger than TILE_WIDTH, is not.
+// Empty when the rule holds, else what is wrong and a hint (README section `readme_section`).
+std::string tile_shared_memory_problem(std::size_t static_shared_bytes, int tile_width,
+                                       int readme_section);
 
 }  // namespace kit

@@ -49,26 +49,13 @@ TEST_CASE("tiled kernel keeps two TILE_WIDTH x TILE_WIDTH float tiles in shared 
   KIT_REQUIRE_GPU();
   for (int tile : {16, 32}) {
     const kit::KernelAttributes a = lab03_tests::tiled_kernel_attributes(tile);
-    const std::size_t expected = 2 * static_cast<std::size_t>(tile) * tile * sizeof(float);
-    CAPTURE(tile, a.static_shared_bytes, expected);
-    if (a.static_shared_bytes == 0) {
-      FAIL_CHECK(
-          "tiled_matmul_kernel<"
-          << tile
-          << "> uses no shared memory\n"
-             "hint: declare Mds and Nds as __shared__ float [TILE_WIDTH][TILE_WIDTH] and read "
-             "the inner product's operands from them (README section 5); a tile the kernel "
-             "never reads is removed by the compiler.");
-    } else if (a.static_shared_bytes != expected) {
-      FAIL_CHECK("tiled_matmul_kernel<"
-                 << tile << "> has " << a.static_shared_bytes
-                 << " bytes of static shared memory, expected " << expected << "\n"
-                 << "hint: expected exactly two TILE_WIDTH x TILE_WIDTH float tiles (2 x " << tile
-                 << " x " << tile
-                 << " x 4 bytes): size Mds and Nds with TILE_WIDTH, not a fixed "
-                    "number, and declare no other __shared__ arrays (README section 8).");
+    CAPTURE(tile, a.static_shared_bytes);
+    const std::string problem = kit::tile_shared_memory_problem(a.static_shared_bytes, tile, 5);
+    if (!problem.empty()) {
+      FAIL_CHECK("tiled_matmul_kernel<" << tile << ">: " << problem);
     } else {
-      SUCCEED("two " << tile << " x " << tile << " float tiles: " << expected << " bytes");
+      SUCCEED("tiled_matmul_kernel<" << tile << ">: " << a.static_shared_bytes
+                                     << " bytes of shared memory hold two tiles");
     }
   }
 }
