@@ -113,7 +113,7 @@ function(kit_add_lab)
   endif()
   if(LAB_PROBE)
     add_executable(${name}_probe "${lab_dir}/${LAB_PROBE}")
-    target_link_libraries(${name}_probe PRIVATE ${name}_kernels)
+    target_link_libraries(${name}_probe PRIVATE ${name}_kernels kit_probe)
     add_dependencies(${name}_tests ${name}_probe)
     get_filename_component(cuda_bin "${CMAKE_CUDA_COMPILER}" DIRECTORY)
     target_compile_definitions(${name}_tests PRIVATE KIT_PROBE_PATH="$<TARGET_FILE:${name}_probe>"

@@ -1,5 +1,7 @@
 #include "kit/matmul_harness.hpp"
 
+#include <utility>
+
 #include "kit/device_buffer.hpp"
 #include "kit/gpu.hpp"
 #include "kit/gpu_gate.hpp"
@@ -34,16 +36,21 @@ std::vector<float> run_matmul(const MatmulProblem& problem, const MatmulLaunch& 
   return P;
 }
 
-Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch, int tile) {
+Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch, int tile,
+                        const MistakeCatalogue& lab_mistakes) {
   const std::vector<float> P = run_matmul(problem, launch);
   Comparison cmp = compare_matrix(P, problem.ref, Tolerance{}, tile);
-  const bool square = problem.rows == problem.inner && problem.inner == problem.cols;
-  if (!cmp.ok && square) {
-    // Worth the three extra host products only once we know the result is wrong.
-    cmp = compare_matrix(P, problem.ref, Tolerance{}, tile,
-                         matmul_index_mistakes(problem.M, problem.N, problem.rows));
+  if (cmp.ok) return cmp;
+  // Worth the extra host products only once we know the result is wrong.
+  std::vector<Alternative> alternatives;
+  if (lab_mistakes) alternatives = lab_mistakes(problem);
+  if (problem.rows == problem.inner && problem.inner == problem.cols) {
+    for (Alternative& a : matmul_index_mistakes(problem.M, problem.N, problem.rows)) {
+      alternatives.push_back(std::move(a));
+    }
   }
-  return cmp;
+  if (alternatives.empty()) return cmp;
+  return compare_matrix(P, problem.ref, Tolerance{}, tile, alternatives);
 }
 
 TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate,

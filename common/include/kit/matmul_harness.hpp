@@ -32,9 +32,15 @@ using MatmulLaunch = std::function<void(const float* d_M, const float* d_N, floa
 // Copies the inputs in, poisons P, launches, synchronises and returns P.
 std::vector<float> run_matmul(const MatmulProblem& problem, const MatmulLaunch& launch);
 
-// Runs the launch and compares with the reference, with index-mistake diagnoses for square
-// problems and tile-shaped diagnoses when tile > 0.
-Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch, int tile = 0);
+// A lab's own mistakes, as alternatives for compare_matrix (kit/compare.hpp): the results a
+// kernel with each mistake computes on this problem.
+using MistakeCatalogue = std::function<std::vector<Alternative>(const MatmulProblem&)>;
+
+// Runs the launch on poisoned output and compares with the reference (tile-shaped diagnoses
+// when tile > 0). Only when the result is wrong, since each costs a host product, does it try
+// the lab's own mistakes, then for square problems the usual index mistakes, to explain why.
+Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch, int tile = 0,
+                        const MistakeCatalogue& lab_mistakes = {});
 
 // Times two kernels on the same inputs in this process: candidate's median / baseline's.
 struct TimeRatio {

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <catch2/catch_test_macros.hpp>
+#include <string>
 
 #include "kit/compare.hpp"
 #include "kit/gpu.hpp"
+#include "kit/sanitizer.hpp"
 
 // First line of every [gpu] test: without a usable GPU the test is reported as skipped
 // (never as passed), with the reason.
@@ -31,3 +33,21 @@
     const ::kit::Comparison kit_cmp_ = (comparison);       \
     if (!kit_cmp_.ok) FAIL(kit_cmp_.report);               \
   } while (false)
+
+namespace kit {
+
+// The compute-sanitizer executable for a safety test (kit::sanitizer::find_compute_sanitizer),
+// or a SKIP with the reason where this machine has none: `check` says what the test wanted it
+// for ("the race check"). cuda_bin_dir is KIT_CUDA_BIN_DIR, where the kit's nvcc lives.
+inline std::string require_compute_sanitizer(const std::string& cuda_bin_dir,
+                                             const std::string& check) {
+  const std::string tool = sanitizer::find_compute_sanitizer(cuda_bin_dir);
+  if (tool.empty()) {
+    SKIP("compute-sanitizer was found neither on PATH nor in "
+         << cuda_bin_dir << " nor in /usr/local/cuda/bin; " << check
+         << " needs it (it comes with the CUDA toolkit)");
+  }
+  return tool;
+}
+
+}  // namespace kit

@@ -1,7 +1,7 @@
 // Lab 03's probe: runs the student's kernels once on small inputs so that the tests can run
 // them under compute-sanitizer racecheck (tests/racecheck.hpp), then checks that they did their
 // work, so that an empty kernel cannot pass for a race-free one.
-//   lab03_probe selftest          a race-free kernel of the probe's own (is the sanitizer usable?)
+//   lab03_probe selftest          a race-free kernel of the kit's own (is the sanitizer usable?)
 //   lab03_probe transpose         block_transpose_kernel at block widths 4, 8, 16 and 32
 //   lab03_probe matmul-one-phase  tiled_matmul_kernel, width = TILE_WIDTH (16 and 32)
 //   lab03_probe matmul            tiled_matmul_kernel at width 64 (TILE_WIDTH 16 and 32)
@@ -11,35 +11,16 @@
 
 #include <cstddef>
 #include <cstdio>
-#include <exception>
-#include <string>
 #include <vector>
 
 #include "block_transpose.h"
 #include "kit/cuda_check.hpp"
 #include "kit/device_buffer.hpp"
 #include "kit/poison.hpp"
+#include "kit/probe.hpp"
 #include "tiled_matmul.h"
 
 namespace {
-
-constexpr int kWrongResult = 4;  // kit/sanitizer.hpp: kit::sanitizer::kWrongResult
-
-// Shared memory written, a barrier, then read by other threads: race-free by construction.
-__global__ void selftest_kernel(float* out) {
-  __shared__ float staged[64];
-  staged[threadIdx.x] = static_cast<float>(threadIdx.x);
-  __syncthreads();
-  out[threadIdx.x] = staged[63 - threadIdx.x];
-}
-
-int run_selftest() {
-  kit::DeviceBuffer<float> d_out(64);
-  selftest_kernel<<<1, 64>>>(d_out.data());
-  KIT_CHECK_LAUNCH();
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  return 0;
-}
 
 int run_transpose() {
   const int width = 64, height = 64;  // two tiles a side at block width 32, more below it
@@ -59,7 +40,7 @@ int run_transpose() {
         if (got[static_cast<std::size_t>(r) * width + c] != want) {
           std::fprintf(stderr, "lab03_probe: block width %d: A[%d][%d] is %g, expected %g\n", block,
                        r, c, got[static_cast<std::size_t>(r) * width + c], want);
-          return kWrongResult;
+          return kit::probe::kWrongResult;
         }
       }
     }
@@ -84,15 +65,11 @@ int run_matmul(int width_16, int width_32) {
     kit::poison(d_P.data(), count);
     lab03::launch_tiled_matmul(d_M.data(), d_N.data(), d_P.data(), width, tile);
     KIT_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<float> got(count);
-    d_P.copy_to_host(got.data());
-    for (std::size_t i = 0; i < count; ++i) {
-      if (kit::is_poison(got[i])) {
-        std::fprintf(stderr,
-                     "lab03_probe: TILE_WIDTH %d, width %d: P[%zu][%zu] was never written\n", tile,
-                     width, i / width, i % width);
-        return kWrongResult;
-      }
+    const long long i = kit::probe::first_unwritten(d_P.data(), count);
+    if (i >= 0) {
+      std::fprintf(stderr, "lab03_probe: TILE_WIDTH %d, width %d: P[%lld][%lld] was never written\n",
+                   tile, width, i / width, i % width);
+      return kit::probe::kWrongResult;
     }
   }
   return 0;
@@ -101,18 +78,10 @@ int run_matmul(int width_16, int width_32) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string mode = argc == 2 ? argv[1] : "";
-  try {
-    if (mode == "selftest") return run_selftest();
-    if (mode == "transpose") return run_transpose();
-    // One phase (width = TILE_WIDTH): only the first barrier matters. Several phases (two at
-    // TILE_WIDTH 32, four at 16): both do.
-    if (mode == "matmul-one-phase") return run_matmul(16, 32);
-    if (mode == "matmul") return run_matmul(64, 64);
-    std::fprintf(stderr, "usage: lab03_probe selftest|transpose|matmul-one-phase|matmul\n");
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "lab03_probe %s: %s\n", mode.c_str(), error.what());
-    return 1;
-  }
+  // One phase (width = TILE_WIDTH): only the first barrier matters. Several phases (two at
+  // TILE_WIDTH 32, four at 16): both do.
+  return kit::probe::main(argc, argv, "lab03_probe",
+                          {{"transpose", run_transpose},
+                           {"matmul-one-phase", [] { return run_matmul(16, 32); }},
+                           {"matmul", [] { return run_matmul(64, 64); }}});
 }

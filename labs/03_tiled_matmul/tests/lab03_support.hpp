@@ -67,16 +67,8 @@ inline std::vector<kit::Alternative> tile_mistakes(const kit::MatmulProblem& p, 
 // Runs the student's kernel on poisoned output and compares it with the host reference; when
 // it is wrong, tries the tiling mistakes and the usual index mistakes to explain why.
 inline kit::Comparison check_tiled(const kit::MatmulProblem& problem, int tile_width) {
-  const std::vector<float> P = kit::run_matmul(problem, tiled(problem.rows, tile_width));
-  kit::Comparison cmp = kit::compare_matrix(P, problem.ref, kit::Tolerance{}, tile_width);
-  if (!cmp.ok) {
-    std::vector<kit::Alternative> alternatives = tile_mistakes(problem, tile_width);
-    for (kit::Alternative& a : kit::matmul_index_mistakes(problem.M, problem.N, problem.rows)) {
-      alternatives.push_back(std::move(a));
-    }
-    cmp = kit::compare_matrix(P, problem.ref, kit::Tolerance{}, tile_width, alternatives);
-  }
-  return cmp;
+  return kit::check_matmul(problem, tiled(problem.rows, tile_width), tile_width,
+                           [tile_width](const kit::MatmulProblem& p) { return tile_mistakes(p, tile_width); });
 }
 
 // Each width gets its own inputs; every tile width that divides it runs on them.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kit/sanitizer.hpp"
+#include "kit/testing.hpp"
 
 namespace lab03_tests {
 
@@ -16,12 +17,7 @@ inline const std::string kRacecheck = "--tool racecheck --racecheck-report hazar
 
 // The compute-sanitizer executable, or a SKIP (with the reason) where it is missing.
 inline std::string find_racecheck() {
-  const std::string tool = kit::sanitizer::find_compute_sanitizer(KIT_CUDA_BIN_DIR);
-  if (tool.empty()) {
-    SKIP("compute-sanitizer was found neither on PATH nor in " KIT_CUDA_BIN_DIR
-         " nor in /usr/local/cuda/bin; the race check needs it (it comes with the CUDA toolkit)");
-  }
-  return tool;
+  return kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the race check");
 }
 
 // A SKIP where racecheck cannot check any kernel on this machine: asked only when a run ended

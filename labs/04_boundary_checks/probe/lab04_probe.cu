@@ -2,7 +2,7 @@
 // in buffers of exactly the matrices' size, so that the tests can run them under
 // compute-sanitizer memcheck (tests/test_boundary_matmul.cpp); then checks that every element
 // of P was written, so that an empty kernel cannot pass for a safe one.
-//   lab04_probe selftest   an in-bounds kernel of the probe's own (is the sanitizer usable?)
+//   lab04_probe selftest   an in-bounds kernel of the kit's own (is the sanitizer usable?)
 //   lab04_probe square     tiled_matmul_kernel at widths 1, 17, 33 and 50
 //   lab04_probe rect       rect_matmul_kernel on thin, wide and deep shapes
 // Exit codes: 0 done, 1 a CUDA error or exception, 2 usage, 4 an unwritten element of P.
@@ -10,32 +10,15 @@
 
 #include <cstddef>
 #include <cstdio>
-#include <exception>
-#include <string>
 #include <vector>
 
 #include "boundary_matmul.h"
 #include "kit/cuda_check.hpp"
 #include "kit/device_buffer.hpp"
 #include "kit/poison.hpp"
+#include "kit/probe.hpp"
 
 namespace {
-
-constexpr int kWrongResult = 4;  // kit/sanitizer.hpp: kit::sanitizer::kWrongResult
-
-__global__ void selftest_kernel(float* out, int count) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < count) out[i] = static_cast<float>(i);
-}
-
-int run_selftest() {
-  const int count = 100;
-  kit::DeviceBuffer<float> d_out(count);
-  selftest_kernel<<<1, 128>>>(d_out.data(), count);
-  KIT_CHECK_LAUNCH();
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  return 0;
-}
 
 // Exactly I x J, J x K and I x K floats, so that memcheck reports any access past their ends.
 // The check after the run is only that every element of P was written.
@@ -53,18 +36,13 @@ int run_shape(int I, int J, int K, int tile, bool square) {
     lab04::launch_rect_matmul(d_M.data(), d_N.data(), d_P.data(), I, J, K, tile);
   }
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> got(d_P.size());
-  d_P.copy_to_host(got.data());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (kit::is_poison(got[i])) {
-      std::fprintf(stderr,
-                   "lab04_probe: %s kernel, %d x %d times %d x %d, TILE_WIDTH %d: "
-                   "P[%zu][%zu] was never written\n",
-                   square ? "square" : "rect", I, J, J, K, tile, i / K, i % K);
-      return kWrongResult;
-    }
-  }
-  return 0;
+  const long long i = kit::probe::first_unwritten(d_P.data(), d_P.size());
+  if (i < 0) return 0;
+  std::fprintf(stderr,
+               "lab04_probe: %s kernel, %d x %d times %d x %d, TILE_WIDTH %d: "
+               "P[%lld][%lld] was never written\n",
+               square ? "square" : "rect", I, J, J, K, tile, i / K, i % K);
+  return kit::probe::kWrongResult;
 }
 
 int run_square() {
@@ -91,15 +69,5 @@ int run_rect() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string mode = argc == 2 ? argv[1] : "";
-  try {
-    if (mode == "selftest") return run_selftest();
-    if (mode == "square") return run_square();
-    if (mode == "rect") return run_rect();
-    std::fprintf(stderr, "usage: lab04_probe selftest|square|rect\n");
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "lab04_probe %s: %s\n", mode.c_str(), error.what());
-    return 1;
-  }
+  return kit::probe::main(argc, argv, "lab04_probe", {{"square", run_square}, {"rect", run_rect}});
 }

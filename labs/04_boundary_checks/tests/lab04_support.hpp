@@ -87,18 +87,8 @@ inline std::vector<kit::Alternative> phase_mistakes(const kit::MatmulProblem& p,
 // wrong, tries the phase-count mistake and (for square problems) the usual index mistakes.
 inline kit::Comparison check_launch(const kit::MatmulProblem& p, const kit::MatmulLaunch& launch,
                                     int tile) {
-  const std::vector<float> P = kit::run_matmul(p, launch);
-  kit::Comparison cmp = kit::compare_matrix(P, p.ref, kit::Tolerance{}, tile);
-  if (!cmp.ok) {
-    std::vector<kit::Alternative> alternatives = phase_mistakes(p, tile);
-    if (p.rows == p.inner && p.inner == p.cols) {
-      for (kit::Alternative& a : kit::matmul_index_mistakes(p.M, p.N, p.rows)) {
-        alternatives.push_back(std::move(a));
-      }
-    }
-    cmp = kit::compare_matrix(P, p.ref, kit::Tolerance{}, tile, alternatives);
-  }
-  return cmp;
+  return kit::check_matmul(p, launch, tile,
+                           [tile](const kit::MatmulProblem& q) { return phase_mistakes(q, tile); });
 }
 
 // Each width gets its own inputs; both tile widths run on them.

@@ -109,11 +109,7 @@ TEST_CASE("tiled kernels write nothing outside their output matrix", "[lab04][sa
 
 TEST_CASE("tiled kernels make no out-of-bounds access under memcheck", "[lab04][safety][gpu]") {
   KIT_REQUIRE_GPU();
-  const std::string tool = kit::sanitizer::find_compute_sanitizer(KIT_CUDA_BIN_DIR);
-  if (tool.empty()) {
-    SKIP("compute-sanitizer was found neither on PATH nor in " KIT_CUDA_BIN_DIR
-         " nor in /usr/local/cuda/bin; the memory check needs it (it comes with the CUDA toolkit)");
-  }
+  const std::string tool = kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the memory check");
   const std::string memcheck = "--tool memcheck";
   const std::string probe = KIT_BUILT_PATH(KIT_PROBE_PATH);
   const std::vector<std::string> modes = {"square", "rect"};
