@@ -46,7 +46,7 @@ test: build
 	@$(PY) scripts/ctest_summary.py $(BUILD)/ctest-results.xml
 	@if [ -d solutions ]; then echo "== handout in sync with solutions/ =="; $(PY) -m grader handout --check; fi
 	@echo "== grader tests (pytest) =="
-	KIT_BUILD_DIR=$(abspath $(BUILD)) $(PY) -m pytest -c grader/pytest.ini grader scripts/tests $(wildcard bench/tests)
+	KIT_BUILD_DIR=$(abspath $(BUILD)) $(PY) -m pytest grader scripts/tests $(wildcard bench/tests)
 
 check: setup
 	@test -n "$(LAB)" || { echo "make check: say which lab, e.g. make check LAB=02"; exit 2; }
