@@ -17,6 +17,7 @@ import json
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from .collect import submission_from_files
@@ -89,10 +90,7 @@ class Pass:
 def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[SyntheticStudent]) -> Pass:
     by_id = {student.student_id: student for student in students}
     jobs = [
-        (
-            student.student_id,
-            (lambda student=student: submission_from_files(student.student_id, student.files, kit)),
-        )
+        (student.student_id, partial(submission_from_files, student.student_id, student.files, kit))
         for student in students
     ]
     progress = PlainProgress(stages=False)

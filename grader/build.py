@@ -267,8 +267,8 @@ def build_submission_lab(
             duration=time.monotonic() - start,
         )
     executables: dict[str, Path] = {}
-    for recipe in harness.links:
-        exe, log = cache.link(fingerprint, recipe, list(objects.values()))
+    for link in harness.links:
+        exe, log = cache.link(fingerprint, link, list(objects.values()))
         if exe is None:
             # The student's objects link against the kit's: a missing or doubly defined symbol
             # is theirs (a kernel renamed, a function left out).
@@ -277,10 +277,10 @@ def build_submission_lab(
                 False,
                 log,
                 None,
-                f"{lab.tag} compiled but did not link ({recipe.executable})",
+                f"{lab.tag} compiled but did not link ({link.executable})",
                 duration=time.monotonic() - start,
             )
-        executables[recipe.executable] = exe
+        executables[link.executable] = exe
     return BuildResult(
         lab.id,
         True,

@@ -14,6 +14,7 @@ import tarfile
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
 
 from .errors import GraderError
@@ -180,7 +181,7 @@ def collect_submission(path: Path, kit: Kit, student_id: str | None = None) -> S
 def submission_from_files(student_id: str, files: dict[str, bytes], kit: Kit) -> Submission:
     """A submission from in-memory files keyed by path (the sample class, validate's students)."""
     entries = [
-        _Entry(path=name, kind="file", size=len(data), read=lambda limit, data=data: data[:limit])
+        _Entry(path=name, kind="file", size=len(data), read=partial(_head_of, data))
         for name, data in files.items()
     ]
     return _accept(student_id, entries, kit)
@@ -196,13 +197,15 @@ def _folder_entries(root: Path) -> Iterator[_Entry]:
             full = base / name
             info = full.lstat()
             kind = "link" if stat.S_ISLNK(info.st_mode) else "file" if stat.S_ISREG(info.st_mode) else "other"
-            yield _Entry(
-                _relative(full, root), kind, info.st_size, lambda limit, full=full: _read_head(full, limit)
-            )
+            yield _Entry(_relative(full, root), kind, info.st_size, partial(_read_head, full))
 
 
 def _relative(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix()
+
+
+def _head_of(data: bytes, limit: int) -> bytes:
+    return data[:limit]
 
 
 def _read_head(path: Path, limit: int) -> bytes:
@@ -233,9 +236,7 @@ def _zip_entries(archive: zipfile.ZipFile, path: Path) -> Iterator[_Entry]:
             kind = "link"
         else:
             kind = "file"
-        yield _Entry(
-            info.filename, kind, info.file_size, lambda limit, info=info: _read_zip(archive, info, limit)
-        )
+        yield _Entry(info.filename, kind, info.file_size, partial(_read_zip, archive, info))
 
 
 def _read_zip(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
@@ -276,7 +277,7 @@ def _tar_entries(archive: tarfile.TarFile, path: Path) -> Iterator[_Entry]:
             kind = "file"
         else:
             kind = "other"
-        yield _Entry(member.name, kind, member.size, lambda limit, m=member: _read_tar(archive, m, limit))
+        yield _Entry(member.name, kind, member.size, partial(_read_tar, archive, member))
 
 
 def _read_tar(archive: tarfile.TarFile, member: tarfile.TarInfo, limit: int) -> bytes:

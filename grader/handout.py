@@ -89,11 +89,9 @@ def make_skeleton(text: str, source: Path) -> str:
             regions += 1
             region = None
         elif kind == "TODO":
-            _require_region(region, source, number, "KIT:TODO continuation")
-            region.add_todo(rest)
+            _require_region(region, source, number, "KIT:TODO continuation").add_todo(rest)
         elif kind == "SKELETON":
-            _require_region(region, source, number, "KIT:SKELETON")
-            region.add_skeleton(rest)
+            _require_region(region, source, number, "KIT:SKELETON").add_skeleton(rest)
         else:
             raise GraderError(
                 f"{source}:{number}: unknown marker KIT:{kind}; use KIT:TODO(begin), "
@@ -109,9 +107,10 @@ def make_skeleton(text: str, source: Path) -> str:
     return "".join(out)
 
 
-def _require_region(region: _Region | None, source: Path, number: int, what: str) -> None:
+def _require_region(region: _Region | None, source: Path, number: int, what: str) -> _Region:
     if region is None:
         raise GraderError(f"{source}:{number}: {what} outside a KIT:TODO(begin)/(end) region; move it inside")
+    return region
 
 
 @dataclass

@@ -132,7 +132,10 @@ def prepare_harness(
         lab.id: replace(_lab_harness(kit, lab, build_dir, compiles, links, run_config), tools=tools)
         for lab in labs
     }
-    recipes = [[list(r.argv) for r in (*h.compiles, *h.links)] for h in lab_harnesses.values()]
+    recipes = [
+        [list(c.argv) for c in h.compiles] + [list(link.argv) for link in h.links]
+        for h in lab_harnesses.values()
+    ]
     fingerprint = hashlib.sha256(json.dumps(recipes).encode()).hexdigest()[:16]
     return Harness(build_dir, lab_harnesses, fingerprint, duration)
 

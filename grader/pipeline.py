@@ -16,9 +16,10 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from .build import BuildCache, BuildConfig, build_labs, build_submission_lab, make_cache_root
@@ -218,7 +219,7 @@ class Engine:
 
     def grade_all(
         self,
-        jobs: list[tuple[str, Callable[[], Submission]]],
+        jobs: Sequence[tuple[str, Callable[[], Submission]]],
         labs_for: Callable[[str], list[Lab]] | None = None,
         done: Callable[[SubmissionScore], None] | None = None,
     ) -> dict[str, SubmissionScore]:
@@ -308,10 +309,7 @@ def grade_class(
             score.student_id, line + ("  (the grader failed: see summary.txt)" if score.error else "")
         )
 
-    jobs = [
-        (student_id, (lambda path=path, student_id=student_id: collect_submission(path, kit, student_id)))
-        for student_id, path in todo
-    ]
+    jobs = [(student_id, partial(collect_submission, path, kit, student_id)) for student_id, path in todo]
     try:
         with Engine(kit, options, progress) as engine:
             graded = engine.grade_all(jobs, done=done) if jobs else {}
@@ -391,12 +389,12 @@ def check_lab(
     log(f"building {lab.executable} in {build_dir} (your kernels: -DKIT_KERNELS={build.kernels}) ...")
     result = build_labs(kit.root, build_dir, [lab], build, lambda message: None)[lab.id]
     if not result.ok or result.exe_path is None:
-        lines = [
+        problem = [
             f"{lab.tag}: {result.problem}",
             result.log_tail,
             "Score: 0/" + format_points(_visible_max(lab)),
         ]
-        return CheckResult(lines, earned_all=False)
+        return CheckResult(problem, earned_all=False)
     run_dir = Path(tempfile.mkdtemp(prefix="check-", dir=build_dir))
     cpu_slots, gpus, gpu_slots = slots  # as --jobs, --gpus and --gpu-slots say
     scheduler = Scheduler(cpu_slots, visible_gpus() if gpus is None else gpus, gpu_slots)

@@ -14,6 +14,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 MAX_FILE_WRITE_BYTES = 256 << 20  # a runaway writer gets SIGXFSZ instead of filling the disk
 
@@ -95,7 +96,7 @@ class _BoundedCapture:
         self.tail = bytearray()
         self.total = 0
 
-    def drain(self, stream) -> None:
+    def drain(self, stream: IO[bytes]) -> None:
         try:
             while chunk := stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536):
                 self.total += len(chunk)

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -25,7 +26,7 @@ def format_points(value: float) -> str:
     return f"{value:g}" if float(value).is_integer() else f"{value:.2f}"
 
 
-def text_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def text_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     """Left-aligned columns under a header and a rule: the tables validate and bench print."""
     rows = [header, *rows]
     widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
@@ -285,8 +286,7 @@ def summary_text(scores: list[SubmissionScore], lab_titles: dict[str, str]) -> s
 
 
 def _lab_summary(lab_id: str, title: str, scores: list[SubmissionScore]) -> list[str]:
-    labs = [(score.student_id, score.lab(lab_id)) for score in scores]
-    labs = [(student, lab) for student, lab in labs if lab is not None]
+    labs = [(score.student_id, lab) for score in scores if (lab := score.lab(lab_id)) is not None]
     if not labs:
         return [f"Lab {lab_id}: {title}: nobody graded"]
     stats = lab_statistics([lab.points for _, lab in labs])

@@ -251,7 +251,7 @@ class Scheduler:
                 seen.append(ended - lease.started - lease.parked)
                 del seen[:-5]
             self._cpu_used -= 1
-            if lease.need is Need.GPU:
+            if lease.gpu is not None:  # a GPU job (a GPU test on a machine without one is a CPU job)
                 self._lane(lease.gpu).active.pop(id(lease), None)
             self._changed.notify_all()
 

@@ -174,14 +174,14 @@ def _blank_comments(text: str) -> tuple[str, tuple[int, str] | None]:
             out[index:end] = [c if c == "\n" else " " for c in text[index:end]]
             index = end
         elif char == '"' or (char == "'" and not NUMBER_BEFORE_QUOTE.search(text, max(0, index - 64), index)):
-            end = _literal_end(text, index, char)
-            if end is None:
+            closing = _literal_end(text, index, char)
+            if closing is None:
                 return "".join(out), (
                     index,
                     "a string or character literal does not end on its line; "
                     "close it on the same line and submit again",
                 )
-            index = end
+            index = closing
         else:
             index += 1
     return "".join(out), None

@@ -7,7 +7,9 @@ needed a skipped test to pass its check is "not run (no GPU)", not FAIL.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from .collect import submission_from_files
 from .mutants import REFERENCE_ID, Mutant, SampleStudent, sample_students
@@ -41,7 +43,7 @@ def not_run_verdict(lab: LabScore) -> str | None:
     return "not run (no GPU)" if any("gpu" in reason.lower() for reason in reasons) else "not run (skipped)"
 
 
-def judge_reference(lab: LabScore, refused: list[str] = (), student: str = REFERENCE_ID) -> Verdict:
+def judge_reference(lab: LabScore, refused: Sequence[str] = (), student: str = REFERENCE_ID) -> Verdict:
     """The reference, or a correct variant (`student`, its name): every test that ran earns
     full marks."""
     loss = round(lab.max_points - lab.points, 2)
@@ -75,7 +77,7 @@ def judge_reference(lab: LabScore, refused: list[str] = (), student: str = REFER
     return Verdict(student, lab.lab_id, "none", loss, "-", FAIL, note)
 
 
-def judge_mutant(mutant: Mutant, lab: LabScore, feedback: str, refused: list[str] = ()) -> Verdict:
+def judge_mutant(mutant: Mutant, lab: LabScore, feedback: str, refused: Sequence[str] = ()) -> Verdict:
     expected = mutant.expected_loss_points()
     shown_expected = (
         f"all ({format_points(expected)})" if mutant.expect_loss is None else format_points(expected)
@@ -85,7 +87,8 @@ def judge_mutant(mutant: Mutant, lab: LabScore, feedback: str, refused: list[str
     loss = round(sum(test.max_points - test.points for test in lab.tests if test.status != "skipped"), 2)
     hint_ok = mutant.expect_hint is None or mutant.expect_hint.lower() in feedback.lower()
     hint_shown = "-" if mutant.expect_hint is None else ("yes" if hint_ok else "no")
-    row = dict(
+    row = partial(
+        Verdict,
         student=mutant.name,
         lab_id=lab.lab_id,
         expected_loss=shown_expected,
@@ -93,19 +96,19 @@ def judge_mutant(mutant: Mutant, lab: LabScore, feedback: str, refused: list[str
         hint_shown=hint_shown,
     )
     if refused:
-        return Verdict(**row, verdict=FAIL, note="the source screen refused: " + "; ".join(refused))
+        return row(verdict=FAIL, note="the source screen refused: " + "; ".join(refused))
     if loss >= expected - 1e-9 and hint_ok:
-        return Verdict(**row, verdict=OK)
+        return row(verdict=OK)
     # The points or hint may come from a test that could not run here: judge it where it can run.
     not_run = not_run_verdict(lab)
     if not_run:
-        return Verdict(**row, verdict=not_run, note=f"{len(lab.skipped)} tests skipped")
+        return row(verdict=not_run, note=f"{len(lab.skipped)} tests skipped")
     problems = []
     if loss < expected - 1e-9:
         problems.append(f"loses {format_points(loss)}, expected at least {format_points(expected)}")
     if not hint_ok:
         problems.append(f"feedback lacks {mutant.expect_hint!r}")
-    return Verdict(**row, verdict=FAIL, note="; ".join(problems))
+    return row(verdict=FAIL, note="; ".join(problems))
 
 
 def judge_student(student: SampleStudent, score: SubmissionScore) -> list[Verdict]:
@@ -166,7 +169,7 @@ def run_validate(kit: Kit, options: GradeOptions, progress: Progress | None = No
         )
 
     jobs = [
-        (student_id, (lambda student=student: submission_from_files(student.student_id, student.files, kit)))
+        (student_id, partial(submission_from_files, student.student_id, student.files, kit))
         for student_id, student in students.items()
     ]
     try:
