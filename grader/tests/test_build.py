@@ -139,7 +139,7 @@ def test_objects_that_use_what_a_lab_may_not_are_refused_before_linking(fake_kit
     assert harness.labs["02"].tools.nm.endswith("fake_binutils.py")  # from the kit's CMake cache
     forged = {"demo.cu": b"// FAKE-SYMBOL U fopen\n// FAKE-SYMBOL T lab02::demo_host(int)\n"}
     result = build_submission_lab(harness.labs["02"], harness.fingerprint, forged, cache)
-    assert not result.ok and "defines or uses what a lab may not" in result.problem
+    assert not result.ok and "defines or uses what a lab may not" in str(result.problem)
     assert result.log_tail.startswith("demo.cu: uses fopen, which a lab's code may use only")
     assert "lab02::demo_host" not in result.log_tail  # its own namespace: allowed
     assert cache.linked == 0  # refused before anything linked them
@@ -151,7 +151,7 @@ def test_a_link_error_is_the_students_and_says_so(fake_kit, tmp_path):
     result = build_submission_lab(
         harness.labs["02"], harness.fingerprint, {"demo.cu": b"// FAKE-LINK-ERROR\n"}, cache
     )
-    assert not result.ok and "did not link" in result.problem
+    assert not result.ok and "did not link" in str(result.problem)
     assert "undefined reference" in result.log_tail
 
 

@@ -5,6 +5,7 @@ import os
 import tarfile
 import zipfile
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -26,7 +27,10 @@ def make_zip(path: Path, entries: dict[str, bytes], links: dict[str, str] | None
 
 
 def make_tar(
-    path: Path, entries: dict[str, bytes], mode: str = "w:gz", links: dict[str, str] | None = None
+    path: Path,
+    entries: dict[str, bytes],
+    mode: Literal["w", "w:gz"] = "w:gz",
+    links: dict[str, str] | None = None,
 ) -> Path:
     with tarfile.open(path, mode) as archive:
         for name, data in entries.items():

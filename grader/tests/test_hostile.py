@@ -16,7 +16,7 @@ import shutil
 import tarfile
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,7 +93,7 @@ def write_folder(folder: Path, files: Files) -> None:
 
 
 def zipped(
-    entries: Callable[[Files], list[tuple[zipfile.ZipInfo | str, bytes]]],
+    entries: Callable[[Files], Sequence[tuple[zipfile.ZipInfo | str, bytes]]],
 ) -> Callable[[Files, Path], None]:
     def make(reference: Files, folder: Path) -> None:
         with zipfile.ZipFile(folder.with_name(folder.name + ".zip"), "w", zipfile.ZIP_DEFLATED) as archive:
@@ -471,6 +471,9 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
         report = out / student / "results.json"
         for lab_id, want in case.points.items():
             lab = score.lab(lab_id)
+            if lab is None:
+                failures.append(f"{case.name}: lab {lab_id} is not in the score")
+                continue
             got = "full" if full(lab) else "zero" if lab.points == 0 else "lost"
             if want != "any" and got != want:
                 failures.append(f"{case.name}: lab {lab_id} {got} ({lab.points}), expected {want}")

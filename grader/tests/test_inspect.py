@@ -13,12 +13,10 @@ from grader.inspect import ObjectTools, inspect_objects
 
 CASES = Path(__file__).parent / "inspect_cases"
 KIT = Path(__file__).resolve().parents[2]
-NVCC = shutil.which("nvcc") or (
-    "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None
-)
+NVCC = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
 
 pytestmark = pytest.mark.skipif(
-    NVCC is None, reason="nvcc is not installed: these tests compile real objects"
+    not Path(NVCC).exists(), reason="nvcc is not installed: these tests compile real objects"
 )
 
 

@@ -17,7 +17,7 @@ from grader.rubric import check_rubric_against_listing, find_kit_root, load_kit
 from grader.run import RunConfig, list_tests
 
 KINDS = {"correctness", "performance", "safety", "resources", "concepts"}
-BUILD = os.environ.get("KIT_BUILD_DIR")
+BUILD = os.environ.get("KIT_BUILD_DIR", "")
 KIT = load_kit(find_kit_root())
 
 pytestmark = pytest.mark.skipif(not BUILD, reason="KIT_BUILD_DIR is not set (make test sets it)")

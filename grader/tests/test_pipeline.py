@@ -11,8 +11,8 @@ import pytest
 
 from grader import cli, pipeline
 from grader.collect import CLASS_FILES, collect_submission
-from grader.mutants import sample_students
 from grader.errors import GraderError
+from grader.mutants import sample_students
 from grader.pipeline import check_lab, grade_class, grade_submission
 from grader.progress import PlainProgress, QuietProgress
 from grader.validate import run_validate, untested_tests
@@ -50,23 +50,24 @@ def test_failures_partial_credit_and_a_missing_lab(fake_kit, tmp_path):
     lab02, lab03 = score.labs
     assert lab02.points == 40 - 10 - 5
     assert lab02.tests[0].hints == ["looks transposed", "README section 3: row from y, col from x."]
-    assert lab03.points == 0 and lab03.problem.startswith("not submitted: other.cu")
+    assert lab03.points == 0 and str(lab03.problem).startswith("not submitted: other.cu")
     assert score.refused[0].path == "notes.txt"
 
 
 def test_a_compile_error_costs_only_its_lab(fake_kit, tmp_path):
     path = folder(tmp_path / "carol", {"demo.cu": BROKEN, "other.cu": GOOD_03})
     score = grade_submission(fake_kit.kit, collect_submission(path, fake_kit.kit), fake_kit.options())
-    assert score.lab("02").points == 0 and "error: expected" in score.lab("02").build_log
-    assert score.lab("03").points == 20
+    lab02, lab03 = score.labs
+    assert lab02.points == 0 and "error: expected" in lab02.build_log
+    assert lab03.points == 20
 
 
 def test_a_kit_that_cannot_configure_is_a_grader_failure_not_the_students(fake_kit, tmp_path):
     (fake_kit.root / "FAKE_CONFIGURE_FAIL").write_text("")
     path = folder(tmp_path / "ann", {"demo.cu": GOOD_02, "other.cu": GOOD_03})
     score = grade_submission(fake_kit.kit, collect_submission(path, fake_kit.kit), fake_kit.options())
-    assert "kit problem: CMake could not configure the kit" in score.error
-    assert score.lab("02").problem == "not graded: the grader failed on this submission"
+    assert "kit problem: CMake could not configure the kit" in str(score.error)
+    assert score.labs[0].problem == "not graded: the grader failed on this submission"
 
 
 def test_a_rubric_the_executable_disagrees_with_is_a_kit_error(fake_kit, tmp_path):
@@ -75,8 +76,9 @@ def test_a_rubric_the_executable_disagrees_with_is_a_kit_error(fake_kit, tmp_pat
     (fake_kit.root / "fake_kit.json").write_text(json.dumps(spec))
     path = folder(tmp_path / "dan", {"demo.cu": GOOD_02, "other.cu": GOOD_03})
     score = grade_submission(fake_kit.kit, collect_submission(path, fake_kit.kit), fake_kit.options())
-    assert score.lab("02").points == 40
-    assert "kit problem" in score.lab("03").problem and "lab03" in score.error
+    lab02, lab03 = score.labs
+    assert lab02.points == 40
+    assert "kit problem" in str(lab03.problem) and "lab03" in str(score.error)
 
 
 def test_grade_class_writes_every_report_even_when_grading_raises(fake_kit, tmp_path, monkeypatch):
@@ -122,7 +124,7 @@ def test_an_unexpected_exception_still_writes_results(fake_kit, tmp_path, monkey
         tmp_path / "out",
         QuietProgress(),
     )
-    assert "internal grader error: RuntimeError: disk on fire" in scores[0].error
+    assert "internal grader error: RuntimeError: disk on fire" in str(scores[0].error)
     results = json.loads((tmp_path / "out" / "alice" / "results.json").read_text())
     assert "disk on fire" in results["output"] and len(results["tests"]) == 6
 

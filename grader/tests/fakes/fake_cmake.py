@@ -75,7 +75,7 @@ def build(args):
     source = Path((build_dir / "fake_source").read_text())
     specs = json.loads((source / "fake_kit.json").read_text())
     targets = [args[args.index("--target") + 1]] if "--target" in args else sorted(specs)
-    commands = []
+    commands: list[dict[str, str]] = []
     for target in targets:
         code = build_target(source, build_dir, target, specs[target], commands)
         if code != 0:
