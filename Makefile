@@ -70,7 +70,7 @@ PLOT_ARGS ?= --preset 9.0 --threads 256 --registers 32 --shared 2048
 plots: build
 	@test "$(LAB)" = "06" || { echo "make plots: only lab 06 draws charts: make plots LAB=06"; exit 2; }
 	cmake --build $(BUILD) --target lab06_curves
-	$(PY) labs/06_occupancy/plot_occupancy.py --build $(BUILD) --out $(BUILD)/plots/lab06 $(PLOT_ARGS)
+	$(PY) labs/06_occupancy/tools/plot_occupancy.py --build $(BUILD) --out $(BUILD)/plots/lab06 $(PLOT_ARGS)
 
 # Staff only (needs solutions/): GFLOP/s of the reference kernels of labs 02-04 and cuBLAS,
 # a plot, and ncu's load counts where ncu exists (bench/README.md).

@@ -1,6 +1,6 @@
 # kit_add_lab(): the one way a lab becomes targets, so that every lab builds the same way.
 #
-#   kit_add_lab([LIBRARIES CUDA::cublas] [PROBE probe/lab03_probe.cu] [KERNEL_ADDRESSES])
+#   kit_add_lab([LIBRARIES CUDA::cublas] [PROBE tools/lab03_probe.cu] [KERNEL_ADDRESSES])
 #
 # The lab's id comes from its folder name (labs/NN_slug), and its student files from the
 # student_files line of its rubric.toml, the one list the grader reads too: the source files

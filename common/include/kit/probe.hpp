@@ -1,4 +1,4 @@
-// What the labs' probes share. A probe (labs/NN_slug/probe/) is a small program of the kit's
+// What the labs' probes share. A probe (labs/NN_slug/tools/) is a small program of the kit's
 // that runs the student's kernels in one of a few modes, so that a safety test can run it under
 // compute-sanitizer (kit/sanitizer.hpp) and read the tool's report; each mode then checks that
 // the kernels did their work, so that an empty kernel cannot pass for a safe one.

@@ -7,7 +7,7 @@
 
 #include "kit/answers.hpp"
 
-namespace lab03_answers {
+namespace lab03_tests {
 
 using kit::answers::Kind;
 using kit::answers::Question;
@@ -35,4 +35,4 @@ inline const Question& question(const std::string& key) {
   return kit::answers::question(questions(), key);
 }
 
-}  // namespace lab03_answers
+}  // namespace lab03_tests

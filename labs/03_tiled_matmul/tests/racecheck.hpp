@@ -1,4 +1,4 @@
-// Lab 03's race checks: the probe (probe/lab03_probe.cu) runs the student's kernels under
+// Lab 03's race checks: the probe (tools/lab03_probe.cu) runs the student's kernels under
 // compute-sanitizer racecheck, and the tests turn its report into a diagnosis.
 #pragma once
 

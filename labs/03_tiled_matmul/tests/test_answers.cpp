@@ -27,7 +27,7 @@ TEST_CASE("answers file is complete and well formed", "[lab03][concepts]") {
   const kit::answers::File file = load_answers();
   std::set<std::string> keys;
   std::string unanswered;
-  for (const kit::answers::Question& q : lab03_answers::questions()) {
+  for (const kit::answers::Question& q : lab03_tests::questions()) {
     keys.insert(q.key);
     const std::string problem = kit::answers::form_problem(file, q);
     if (problem.find("not answered yet") != std::string::npos) {

@@ -13,17 +13,17 @@
 
 #include "device_presets.h"
 #include "kit/answers.hpp"
-#include "lab06_questions.h"
+#include "lab06_questions.hpp"
 #include "occupancy.h"
-#include "occupancy_checks.h"
+#include "lab06_support.hpp"
 
 using Catch::Matchers::ContainsSubstring;
 using Catch::Matchers::WithinAbs;
 using lab06::DeviceLimits;
 using lab06::KernelUsage;
 using lab06::Occupancy;
-using lab06_checks::describe;
-using lab06_checks::diagnose;
+using lab06_tests::describe;
+using lab06_tests::diagnose;
 
 namespace {
 
@@ -248,7 +248,7 @@ TEST_CASE(
       k.shared_memory_per_block =
           s <= 1 ? 0 : uniform(0, s <= 6 ? 16384 : d.max_shared_memory_per_block);
       const std::string report =
-          diagnose(d, k, lab06::occupancy(d, k), lab06_checks::toolkit_occupancy(d, k));
+          diagnose(d, k, lab06::occupancy(d, k), lab06_tests::toolkit_occupancy(d, k));
       if (report.empty()) continue;
       if (++mismatches <= 3) {
         FAIL_CHECK("configuration " << t << " of preset " << d.name << " (seed " << seed
@@ -274,8 +274,8 @@ TEST_CASE("best block size matches cudaOccMaxPotentialOccupancyBlockSize on ever
           t % 6 == 0 ? 0 : uniform(1, std::min(d.max_registers_per_thread, t % 3 ? 64 : 255));
       const int shared = t % 4 == 0 ? 0 : uniform(0, t % 5 ? 12288 : d.max_shared_memory_per_block);
       const lab06::BlockSizeChoice mine = lab06::best_block_size(d, regs, shared);
-      const lab06_checks::ToolkitBlockSize want =
-          lab06_checks::toolkit_best_block_size(d, regs, shared);
+      const lab06_tests::ToolkitBlockSize want =
+          lab06_tests::toolkit_best_block_size(d, regs, shared);
       if (mine.threads_per_block == want.threads_per_block &&
           mine.min_grid_size == want.min_grid_size) {
         continue;
@@ -446,7 +446,7 @@ TEST_CASE("answers.toml has an answer of the right kind for every question", "[l
     FAIL(error.what());
   }
   int problems = 0;
-  for (const kit::answers::Question& q : lab06_answers::questions()) {
+  for (const kit::answers::Question& q : lab06_tests::questions()) {
     const std::string problem = kit::answers::form_problem(sheet, q);
     if (problem.empty()) continue;
     ++problems;

@@ -11,7 +11,7 @@
 #include "kit/kernel_attributes.hpp"
 #include "kit/testing.hpp"
 #include "occupancy.h"
-#include "occupancy_checks.h"
+#include "lab06_support.hpp"
 
 namespace {
 
@@ -112,14 +112,14 @@ TEST_CASE("the calculator agrees with the CUDA runtime for real kernels on this 
         ++compared;
         if (mine.active_blocks == runtime_blocks) continue;
         if (++mismatches > 3) continue;
-        const lab06::Occupancy toolkit = lab06_checks::toolkit_occupancy(d, k);
+        const lab06::Occupancy toolkit = lab06_tests::toolkit_occupancy(d, k);
         FAIL_CHECK(
             kernel.name << " with " << threads << " threads and " << dynamic
                         << " bytes of dynamic shared memory: you say " << mine.active_blocks
                         << " blocks per SM, cudaOccupancyMaxActiveBlocksPerMultiprocessor says "
                         << runtime_blocks << " (cuda_occupancy.h says " << toolkit.active_blocks
                         << ")\n"
-                        << lab06_checks::diagnose(d, k, mine, toolkit));
+                        << lab06_tests::diagnose(d, k, mine, toolkit));
       }
     }
   }

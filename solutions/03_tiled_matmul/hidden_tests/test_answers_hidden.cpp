@@ -22,7 +22,7 @@ kit::answers::File load_answers() {
 // the message never gives the right answer away.
 void check_number(const kit::answers::File& file, const char* key, double right, double rel,
                   const char* where) {
-  const kit::answers::Question& q = lab03_answers::question(key);
+  const kit::answers::Question& q = lab03_tests::question(key);
   const std::string problem = kit::answers::form_problem(file, q);
   if (!problem.empty()) {
     FAIL_CHECK(problem);
@@ -36,7 +36,7 @@ void check_number(const kit::answers::File& file, const char* key, double right,
 }
 
 void check_choice(const kit::answers::File& file, const char* key, char right, const char* where) {
-  const kit::answers::Question& q = lab03_answers::question(key);
+  const kit::answers::Question& q = lab03_tests::question(key);
   const std::string problem = kit::answers::form_problem(file, q);
   if (!problem.empty()) {
     FAIL_CHECK(problem);

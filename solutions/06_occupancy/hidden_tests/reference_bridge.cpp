@@ -5,9 +5,9 @@
 #include "occupancy.h"
 #undef lab06
 
-#include "reference_bridge.h"
+#include "reference_bridge.hpp"
 
-namespace lab06_bridge {
+namespace lab06_tests {
 
 ReferenceOccupancy reference_occupancy(const std::string& cc, int threads_per_block,
                                        int registers_per_thread, int shared_memory_per_block) {
@@ -21,4 +21,4 @@ ReferenceOccupancy reference_occupancy(const std::string& cc, int threads_per_bl
                             o.occupancy,          o.limited_by};
 }
 
-}  // namespace lab06_bridge
+}  // namespace lab06_tests

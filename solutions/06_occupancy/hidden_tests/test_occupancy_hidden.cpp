@@ -10,10 +10,10 @@
 
 #include "device_presets.h"
 #include "kit/answers.hpp"
-#include "lab06_questions.h"
+#include "lab06_questions.hpp"
 #include "occupancy.h"
-#include "occupancy_checks.h"
-#include "reference_bridge.h"
+#include "lab06_support.hpp"
+#include "reference_bridge.hpp"
 
 using Catch::Matchers::WithinAbs;
 using lab06::DeviceLimits;
@@ -28,7 +28,7 @@ bool full(const DeviceLimits& d, const KernelUsage& k) {
 
 Occupancy reference(const DeviceLimits& d, const KernelUsage& k) {
   const std::string cc = std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor);
-  const lab06_bridge::ReferenceOccupancy r = lab06_bridge::reference_occupancy(
+  const lab06_tests::ReferenceOccupancy r = lab06_tests::reference_occupancy(
       cc, k.threads_per_block, k.registers_per_thread, k.shared_memory_per_block);
   Occupancy o;
   o.warps_per_block = r.warps_per_block;
@@ -59,7 +59,7 @@ kit::answers::File answers() {
 // Checks one numeric answer; the hint explains the method, never the number.
 void check_number(const kit::answers::File& sheet, const char* key, double expected,
                   const std::string& hint) {
-  const kit::answers::Question& question = lab06_answers::question(key);
+  const kit::answers::Question& question = lab06_tests::question(key);
   const std::string problem = kit::answers::form_problem(sheet, question);
   if (!problem.empty()) {
     FAIL_CHECK(problem);
@@ -75,7 +75,7 @@ void check_number(const kit::answers::File& sheet, const char* key, double expec
 
 void check_text(const kit::answers::File& sheet, const char* key,
                 const std::vector<std::string>& accepted, const std::string& hint) {
-  const kit::answers::Question& question = lab06_answers::question(key);
+  const kit::answers::Question& question = lab06_tests::question(key);
   const std::string problem = kit::answers::form_problem(sheet, question);
   if (!problem.empty()) {
     FAIL_CHECK(problem);
@@ -150,7 +150,7 @@ TEST_CASE(
                           t % 7 == 0 ? 0 : uniform(1, d.max_registers_per_thread),
                           t % 5 == 0 ? 0 : uniform(0, d.max_shared_memory_per_block)};
       const std::string report =
-          lab06_checks::diagnose(d, k, lab06::occupancy(d, k), reference(d, k));
+          lab06_tests::diagnose(d, k, lab06::occupancy(d, k), reference(d, k));
       if (report.empty()) continue;
       if (++mismatches <= 3) FAIL_CHECK(report);
     }

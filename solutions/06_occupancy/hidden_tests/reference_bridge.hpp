@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace lab06_bridge {
+namespace lab06_tests {
 
 struct ReferenceOccupancy {
   int warps_per_block, registers_per_block, shared_memory_per_block;
@@ -19,4 +19,4 @@ struct ReferenceOccupancy {
 ReferenceOccupancy reference_occupancy(const std::string& cc, int threads_per_block,
                                        int registers_per_thread, int shared_memory_per_block);
 
-}  // namespace lab06_bridge
+}  // namespace lab06_tests

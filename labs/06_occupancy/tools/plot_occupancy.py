@@ -13,7 +13,7 @@ Each chart varies one input and keeps the other two at your configuration, which
 with a red triangle as in the spreadsheet. Example (README section 8):
 
     cmake --build build --target lab06_curves
-    python3 labs/06_occupancy/plot_occupancy.py --build build --out build/plots/lab06 \\
+    python3 labs/06_occupancy/tools/plot_occupancy.py --build build --out build/plots/lab06 \\
         --preset 9.0 --threads 256 --registers 32 --shared 2048
 """
 

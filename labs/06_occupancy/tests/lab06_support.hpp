@@ -13,7 +13,7 @@
 #include "device_presets.h"
 #include "occupancy.h"
 
-namespace lab06_checks {
+namespace lab06_tests {
 
 using lab06::DeviceLimits;
 using lab06::KernelUsage;
@@ -263,4 +263,4 @@ inline std::string diagnose(const DeviceLimits& d, const KernelUsage& k, const O
   return "for " + describe(d, k) + ":\n" + table.str() + hints.str();
 }
 
-}  // namespace lab06_checks
+}  // namespace lab06_tests

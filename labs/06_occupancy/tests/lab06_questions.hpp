@@ -8,7 +8,7 @@
 
 #include "kit/answers.hpp"
 
-namespace lab06_answers {
+namespace lab06_tests {
 
 using kit::answers::Kind;
 using kit::answers::Question;
@@ -45,4 +45,4 @@ inline const Question& question(const std::string& key) {
   return kit::answers::question(questions(), key);
 }
 
-}  // namespace lab06_answers
+}  // namespace lab06_tests
