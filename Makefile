@@ -2,7 +2,8 @@
 # missing once and is silent afterwards.
 #
 #   make grade [SUBMISSIONS="class/ alice.zip"] [LABS=02]   grade (default: the sample class)
-#   make test                                               build and run every test
+#   make test                                               lint, then build and run every test
+#   make lint                                               ruff, mypy and clang-format, where installed
 #   make check LAB=02                                       a student checks one lab
 #   make validate [LABS=02]                                 reference and mutants, one table
 #   make handout                                            regenerate skeletons from solutions/
@@ -26,7 +27,7 @@ GENERATOR = $(if $(shell command -v ninja),-G Ninja,)
 labs_arg = $(if $(LABS),--labs $(LABS),)
 out_arg = $(if $(OUT),--out $(OUT),)
 
-.PHONY: help setup build test check grade grade-bench validate handout student-kit plots bench clean
+.PHONY: help setup build lint test check grade grade-bench validate handout student-kit plots bench clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -40,7 +41,15 @@ $(BUILD)/CMakeCache.txt: | setup
 build: setup $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $$(nproc)
 
-test: build
+# The Python of grader/ and scripts/ (ruff, mypy; settings in pyproject.toml) and the C++ style
+# (clang-format, once there is a .clang-format); a tool that is not installed is skipped with a
+# note. make test lints first: it takes seconds, and a convention broken fails CI before the
+# minutes of building and testing rather than after them.
+lint: setup
+	@echo "== lint =="
+	@KIT_PYTHON=$(PY) scripts/lint.sh
+
+test: lint build
 	@echo "== Catch2 suites (CTest) =="
 	cd $(BUILD) && ctest --output-on-failure -j $$(nproc) --output-junit ctest-results.xml
 	@$(PY) scripts/ctest_summary.py $(BUILD)/ctest-results.xml

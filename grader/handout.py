@@ -32,7 +32,7 @@ from .rubric import Kit
 
 # Never copied into a student kit: version control, builds and grades, environments and caches.
 SKIPPED_AT_TOP = ("build*", "grades", ".venv", "venv", ".git")
-SKIPPED_ANYWHERE = ("__pycache__", ".pytest_cache", ".git", ".mypy_cache")
+SKIPPED_ANYWHERE = ("__pycache__", ".pytest_cache", ".git", ".mypy_cache", ".ruff_cache")
 
 MARKER = re.compile(r"^(?P<indent>[ \t]*)(?P<leader>//|#)[ \t]*KIT:(?P<kind>[A-Z]+)(?P<rest>.*?)\r?$")
 BEGIN = "(begin)"

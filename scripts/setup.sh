@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Checks the kit's prerequisites and installs what is missing, once: the CUDA compiler,
 # CMake >= 3.24, Catch2 >= 3.4 (from the system packages) and a Python >= 3.11 that can run
-# the grader's tests (a local .venv with pytest only when the system Python lacks it).
+# the grader's tests (a local .venv with pytest only when the system Python lacks it); then,
+# where the network allows, the tools of make lint (ruff and mypy into that Python,
+# clang-format from the system packages), which are optional: without them setup only says so.
 # A second run finds its stamp and does nothing. Every failure says what to do.
 set -euo pipefail
 
@@ -86,6 +88,7 @@ fi
 say "Catch2 $catch2_version"
 
 # 4. Python for the grader (standard library only) and its tests (pytest).
+lint_pattern='^(ruff|mypy)=='  # the lines of grader/requirements-dev.txt for make lint: step 5
 python=python3
 command -v python3 >/dev/null || fail "python3 not found: install Python 3.11 or newer."
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -96,13 +99,40 @@ if ! python3 -c 'import pytest' 2>/dev/null; then
     say "pytest is not importable; installing the grader's test packages into $venv"
     python3 -m venv "$venv" \
       || fail "could not create $venv: install the venv module (apt-get install python3-venv) or pip install pytest."
-    "$venv/bin/python" -m pip install -q -r "$root/grader/requirements-dev.txt" \
+    grep -vE "$lint_pattern" "$root/grader/requirements-dev.txt" | "$venv/bin/python" -m pip install -q -r /dev/stdin \
       || fail "could not install grader/requirements-dev.txt into $venv: check the network or pip install pytest yourself."
   fi
   python=$venv/bin/python
 fi
 command -v "$python" >/dev/null || [[ -x $python ]] || fail "no usable Python found"
 say "Python: $python"
+
+# 5. make lint's tools, optional: ruff and mypy at grader/requirements-dev.txt's pins, in the
+# Python that runs pytest (the .venv above too), and clang-format from the system packages. An
+# offline machine (the GPU image) goes on without them; make lint says what it skipped.
+lint_pins=$(grep -E "$lint_pattern" "$root/grader/requirements-dev.txt" | paste -sd ' ' -)
+has_pins='import sys
+from importlib.metadata import version
+sys.exit(any(version(name) != want for name, want in (pin.split("==") for pin in sys.argv[1:])))'
+# shellcheck disable=SC2086 # $lint_pins: one word per pin
+if ! "$python" -c "$has_pins" $lint_pins 2>/dev/null; then
+  if "$python" -m pip install -q --disable-pip-version-check --retries 1 --timeout 20 $lint_pins \
+    >"$build/setup-pip.log" 2>&1; then
+    say "installed $lint_pins for make lint"
+  else
+    say "note: could not install $lint_pins for make lint (offline, or a Python pip may not change; $build/setup-pip.log): make lint skips them"
+  fi
+fi
+if ! command -v clang-format >/dev/null; then
+  apt_log=$build/setup-apt.log
+  apt_quick=(-o Acquire::Retries=0 -o Acquire::http::Timeout=20)
+  if command -v apt-get >/dev/null && as_root apt-get "${apt_quick[@]}" update -qq >"$apt_log" 2>&1 \
+    && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-format >>"$apt_log" 2>&1; then
+    say "installed clang-format for make lint"
+  else
+    say "note: could not install clang-format for make lint (no apt, no root, or offline; $apt_log): make lint skips the C++ style"
+  fi
+fi
 
 printf '%s\n' "$python" >"$python_file"
 printf '%s\n' "$key" >"$stamp"
