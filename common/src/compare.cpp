@@ -142,11 +142,13 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
       h << " were never written: the grid does not cover the whole matrix. Round the number "
            "of blocks up: (width + block - 1) / block.";
       hints.push_back(h.str());
-    } else if (tile > 0 && t.unwritten == total - static_cast<long long>(std::min(rows, tile)) *
-                                                   std::min(cols, tile) &&
+    } else if (tile > 0 &&
+               t.unwritten ==
+                   total - static_cast<long long>(std::min(rows, tile)) * std::min(cols, tile) &&
                t.cells[0] != Cell::unwritten) {
-      hints.push_back("only the first tile was written: check that row and col include the "
-                      "block offset (blockIdx * TILE_WIDTH).");
+      hints.push_back(
+          "only the first tile was written: check that row and col include the "
+          "block offset (blockIdx * TILE_WIDTH).");
     } else {
       std::ostringstream h;
       h << t.unwritten << " element(s) were never written (they still hold the poison value): "
@@ -155,19 +157,23 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
     }
   }
   if (t.not_finite > 0) {
-    hints.push_back("some results are NaN or infinite although every input is finite: a value "
-                    "was read from memory that was never initialised or lies outside an input.");
+    hints.push_back(
+        "some results are NaN or infinite although every input is finite: a value "
+        "was read from memory that was never initialised or lies outside an input.");
   }
   if (t.wrong > 0) {
     if (only_first_tile_ok(t, rows, cols, tile)) {
-      hints.push_back("only the first tile is right: check the tile offsets in row and col and "
-                      "the phase offset (ph * TILE_WIDTH) in the loads.");
+      hints.push_back(
+          "only the first tile is right: check the tile offsets in row and col and "
+          "the phase offset (ph * TILE_WIDTH) in the loads.");
     } else if (only_partial_tile_wrong(t, rows, cols, tile)) {
-      hints.push_back("only the last, partial tile is wrong: loads past the edge of a matrix "
-                      "must be guarded and fill 0, and every phase must be run.");
+      hints.push_back(
+          "only the last, partial tile is wrong: loads past the edge of a matrix "
+          "must be guarded and fill 0, and every phase must be run.");
     } else {
-      hints.push_back("values are wrong: check how row, col and k index M and N "
-                      "(M[row * width + k], N[k * width + col]).");
+      hints.push_back(
+          "values are wrong: check how row, col and k index M and N "
+          "(M[row * width + k], N[k * width + col]).");
     }
   }
   return hints;
@@ -175,8 +181,8 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
 
 }  // namespace
 
-Comparison compare_matrix(const std::vector<float>& got, const MatmulReference& ref,
-                          Tolerance tol, int tile, const std::vector<Alternative>& alternatives) {
+Comparison compare_matrix(const std::vector<float>& got, const MatmulReference& ref, Tolerance tol,
+                          int tile, const std::vector<Alternative>& alternatives) {
   Comparison result;
   const std::size_t expected_size = static_cast<std::size_t>(ref.rows) * ref.cols;
   if (got.size() != expected_size) {
@@ -222,16 +228,20 @@ std::vector<Alternative> matmul_index_mistakes(const std::vector<float>& M,
   };
   std::vector<double> p_transposed = product_values(M, N, width, width, width);
   for (std::size_t i = 0; i < w; ++i)
-    for (std::size_t j = i + 1; j < w; ++j) std::swap(p_transposed[i * w + j], p_transposed[j * w + i]);
-  mistakes.push_back({"the result is transposed: row and col are swapped (row comes from the "
-                      "y index, col from the x index; P[row * width + col]).",
-                      std::move(p_transposed)});
-  mistakes.push_back({"N is read transposed: the product matches M times N-transposed. Index N "
-                      "as N[k * width + col], not N[col * width + k].",
-                      product_values(M, transposed(N), width, width, width)});
-  mistakes.push_back({"M is read transposed: the product matches M-transposed times N. Index M "
-                      "as M[row * width + k], not M[k * width + row].",
-                      product_values(transposed(M), N, width, width, width)});
+    for (std::size_t j = i + 1; j < w; ++j)
+      std::swap(p_transposed[i * w + j], p_transposed[j * w + i]);
+  mistakes.push_back(
+      {"the result is transposed: row and col are swapped (row comes from the "
+       "y index, col from the x index; P[row * width + col]).",
+       std::move(p_transposed)});
+  mistakes.push_back(
+      {"N is read transposed: the product matches M times N-transposed. Index N "
+       "as N[k * width + col], not N[col * width + k].",
+       product_values(M, transposed(N), width, width, width)});
+  mistakes.push_back(
+      {"M is read transposed: the product matches M-transposed times N. Index M "
+       "as M[row * width + k], not M[k * width + row].",
+       product_values(transposed(M), N, width, width, width)});
   return mistakes;
 }
 

@@ -77,9 +77,8 @@ CublasMatmul::~CublasMatmul() { cublas().destroy(static_cast<cublasHandle_t>(han
 void CublasMatmul::operator()(const float* d_M, const float* d_N, float* d_P, int width) {
   const float one = 1.0f, zero = 0.0f;
   // cuBLAS is column-major: a row-major P = M * N is the column-major P^T = N^T * M^T.
-  check_cublas(cublas().sgemm(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_N, CUBLAS_OP_N,
-                              width, width, width, &one, d_N, width, d_M, width, &zero, d_P,
-                              width),
+  check_cublas(cublas().sgemm(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_N, CUBLAS_OP_N, width,
+                              width, width, &one, d_N, width, d_M, width, &zero, d_P, width),
                "cublasSgemm");
   KIT_CHECK_LAUNCH();
 }

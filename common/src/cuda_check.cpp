@@ -10,8 +10,8 @@ void check_cuda(cudaError_t code, const char* call, const char* file, int line) 
   // No "hint:" here: an exception's text is not the kit's word (student code throws too), so
   // the grader adds the hints for these errors itself, from their names (grader/run.py).
   std::ostringstream message;
-  message << file << ":" << line << ": " << call << " failed: " << cudaGetErrorName(code)
-          << " (" << cudaGetErrorString(code) << ")";
+  message << file << ":" << line << ": " << call << " failed: " << cudaGetErrorName(code) << " ("
+          << cudaGetErrorString(code) << ")";
   throw CudaError(code, message.str());
 }
 

@@ -1,8 +1,8 @@
-#include "kit/gpu.hpp"
-
 #include <cuda_runtime.h>
 
 #include <string>
+
+#include "kit/gpu.hpp"
 
 namespace kit {
 namespace {
@@ -50,8 +50,9 @@ GpuStatus probe() {
   cudaFree(d_out);
   if (code == cudaErrorNoKernelImageForDevice || code == cudaErrorInvalidDeviceFunction) {
     s.reason = "this build has no code for " + s.name + " (sm_" + std::to_string(prop.major) +
-               std::to_string(prop.minor) + "): rebuild with -DCMAKE_CUDA_ARCHITECTURES=" +
-               std::to_string(prop.major) + std::to_string(prop.minor);
+               std::to_string(prop.minor) +
+               "): rebuild with -DCMAKE_CUDA_ARCHITECTURES=" + std::to_string(prop.major) +
+               std::to_string(prop.minor);
     return s;
   }
   if (code != cudaSuccess || value != 42) {

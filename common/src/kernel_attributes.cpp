@@ -21,7 +21,8 @@ KernelAttributes kernel_attributes(const void* kernel) {
 
 std::string tile_shared_memory_problem(std::size_t static_shared_bytes, int tile_width,
                                        int readme_section) {
-  const std::size_t two_tiles = 2 * static_cast<std::size_t>(tile_width) * tile_width * sizeof(float);
+  const std::size_t two_tiles =
+      2 * static_cast<std::size_t>(tile_width) * tile_width * sizeof(float);
   std::ostringstream out;
   if (static_shared_bytes == 0) {
     out << "it uses no shared memory\n"

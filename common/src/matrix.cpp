@@ -47,8 +47,8 @@ void require_matmul_shape(const std::vector<float>& M, const std::vector<float>&
   require_shape("N", N.size(), inner, cols);
 }
 
-MatmulReference reference_matmul(const std::vector<float>& M, const std::vector<float>& N,
-                                 int rows, int inner, int cols) {
+MatmulReference reference_matmul(const std::vector<float>& M, const std::vector<float>& N, int rows,
+                                 int inner, int cols) {
   require_matmul_shape(M, N, rows, inner, cols);
   MatmulReference ref;
   ref.rows = rows;

@@ -25,8 +25,8 @@ void poison(float* d_data, std::size_t count) {
 GuardedBuffer::GuardedBuffer(std::size_t count, std::size_t guard)
     : count_(count), guard_(guard), storage_(count + 2 * guard) {
   std::vector<std::uint32_t> sentinels(storage_.size(), kSentinelBits);
-  KIT_CUDA_CHECK(cudaMemcpy(storage_.data(), sentinels.data(), storage_.bytes(),
-                            cudaMemcpyHostToDevice));
+  KIT_CUDA_CHECK(
+      cudaMemcpy(storage_.data(), sentinels.data(), storage_.bytes(), cudaMemcpyHostToDevice));
 }
 
 void GuardedBuffer::copy_from_host(const float* h_src) {
@@ -34,8 +34,8 @@ void GuardedBuffer::copy_from_host(const float* h_src) {
 }
 
 void GuardedBuffer::copy_to_host(float* h_dst) const {
-  KIT_CUDA_CHECK(cudaMemcpy(h_dst, storage_.data() + guard_, count_ * sizeof(float),
-                            cudaMemcpyDeviceToHost));
+  KIT_CUDA_CHECK(
+      cudaMemcpy(h_dst, storage_.data() + guard_, count_ * sizeof(float), cudaMemcpyDeviceToHost));
 }
 
 std::string GuardedBuffer::damaged_guards() const {
@@ -54,10 +54,11 @@ std::string GuardedBuffer::damaged_guards() const {
   if (before == 0 && after == 0) return "";
   std::ostringstream out;
   out << "memory outside the " << count_ << "-element buffer was written:";
-  if (before > 0) out << " " << before << " element(s) before its start (up to " << first_before
-                      << " before it)";
-  if (after > 0) out << " " << after << " element(s) past its end (the first at index "
-                     << count_ + first_after << ")";
+  if (before > 0)
+    out << " " << before << " element(s) before its start (up to " << first_before << " before it)";
+  if (after > 0)
+    out << " " << after << " element(s) past its end (the first at index " << count_ + first_after
+        << ")";
   return out.str();
 }
 

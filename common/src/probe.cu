@@ -1,5 +1,3 @@
-#include "kit/probe.hpp"
-
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -9,6 +7,7 @@
 #include "kit/cuda_check.hpp"
 #include "kit/device_buffer.hpp"
 #include "kit/poison.hpp"
+#include "kit/probe.hpp"
 
 namespace kit::probe {
 namespace {

@@ -34,8 +34,10 @@ __global__ void reference_matmul_kernel(const float* M, const float* N, double* 
   double sum = 0.0, abs_sum = 0.0;
   for (int ph = 0; ph < (inner + kTile - 1) / kTile; ++ph) {
     const int m_col = ph * kTile + tx, n_row = ph * kTile + ty;
-    Mds[ty][tx] = row < rows && m_col < inner ? M[static_cast<std::size_t>(row) * inner + m_col] : 0.0;
-    Nds[ty][tx] = n_row < inner && col < cols ? N[static_cast<std::size_t>(n_row) * cols + col] : 0.0;
+    Mds[ty][tx] =
+        row < rows && m_col < inner ? M[static_cast<std::size_t>(row) * inner + m_col] : 0.0;
+    Nds[ty][tx] =
+        n_row < inner && col < cols ? N[static_cast<std::size_t>(n_row) * cols + col] : 0.0;
     __syncthreads();  // the tiles are complete before anyone reads them
     for (int k = 0; k < kTile; ++k) {
       const double term = Mds[ty][k] * Nds[k][tx];  // exact: a product of two floats
@@ -65,9 +67,8 @@ std::vector<double> probe_vector(std::size_t size) {
 
 }  // namespace
 
-MatmulReference reference_matmul_on_device(const std::vector<float>& M,
-                                           const std::vector<float>& N, int rows, int inner,
-                                           int cols) {
+MatmulReference reference_matmul_on_device(const std::vector<float>& M, const std::vector<float>& N,
+                                           int rows, int inner, int cols) {
   require_matmul_shape(M, N, rows, inner, cols);
   DeviceBuffer<float> d_M(M.size()), d_N(N.size());
   const std::size_t count = static_cast<std::size_t>(rows) * cols;

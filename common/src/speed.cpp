@@ -68,8 +68,8 @@ std::string SpeedComparison::report() const {
           << " runs, width " << t.width << ")\n";
     } else {
       out << "your kernel takes " << t.ratio.ratio() << "x the time of cuBLAS ("
-          << t.ratio.candidate.median_ms << " ms vs " << t.ratio.baseline.median_ms
-          << " ms, width " << t.width << ")\n";
+          << t.ratio.candidate.median_ms << " ms vs " << t.ratio.baseline.median_ms << " ms, width "
+          << t.width << ")\n";
     }
   }
   return out.str();

@@ -1,5 +1,3 @@
-#include "kit/timer.hpp"
-
 #include <algorithm>
 #include <atomic>
 #include <stdexcept>
@@ -7,6 +5,7 @@
 
 #include "kit/cuda_check.hpp"
 #include "kit/gpu_gate.hpp"
+#include "kit/timer.hpp"
 
 namespace kit {
 namespace {
@@ -35,8 +34,8 @@ struct ReleaseFlag {
   int* device = nullptr;
   ReleaseFlag() {
     KIT_CUDA_CHECK(cudaHostAlloc(const_cast<int**>(&host), sizeof(int), cudaHostAllocMapped));
-    KIT_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device),
-                                            const_cast<int*>(host), 0));
+    KIT_CUDA_CHECK(
+        cudaHostGetDevicePointer(reinterpret_cast<void**>(&device), const_cast<int*>(host), 0));
   }
   ~ReleaseFlag() {
     set(1);  // a hold still spinning (the timed launch threw) ends before the flag is freed

@@ -1,7 +1,6 @@
 // kit/answers.hpp: the reader of the labs' answers.toml files.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <string>
 #include <vector>
 
@@ -57,9 +56,9 @@ TEST_CASE("answers reads blank values as not answered yet", "[common]") {
     CHECK(file.values.at(key).type == answers::Value::Type::kBlank);
   }
   const answers::Question q{4, "c", answers::Kind::kNumber, "bytes"};
-  CHECK_THAT(answers::form_problem(file, q),
-             ContainsSubstring("question 4 (c)") && ContainsSubstring("not answered yet") &&
-                 ContainsSubstring("line 3"));
+  CHECK_THAT(answers::form_problem(file, q), ContainsSubstring("question 4 (c)") &&
+                                                 ContainsSubstring("not answered yet") &&
+                                                 ContainsSubstring("line 3"));
 }
 
 TEST_CASE("answers skips comments and blank lines and reads tables", "[common]") {
@@ -79,9 +78,11 @@ TEST_CASE("answers skips comments and blank lines and reads tables", "[common]")
 }
 
 TEST_CASE("answers refuses what is not TOML so that every sheet it reads is TOML", "[common]") {
-  CHECK_THROWS_WITH(answers::parse("// a comment\na = 1\n", "f.toml"),
-                    ContainsSubstring("f.toml line 1") && ContainsSubstring("start comments with #"));
-  CHECK_THROWS_WITH(answers::parse("a = 1 // after\n", "f.toml"), ContainsSubstring("must be a number"));
+  CHECK_THROWS_WITH(
+      answers::parse("// a comment\na = 1\n", "f.toml"),
+      ContainsSubstring("f.toml line 1") && ContainsSubstring("start comments with #"));
+  CHECK_THROWS_WITH(answers::parse("a = 1 // after\n", "f.toml"),
+                    ContainsSubstring("must be a number"));
   CHECK_THROWS_WITH(answers::parse("[q1]\na =\n", "f.toml"),
                     ContainsSubstring("f.toml line 2") && ContainsSubstring("a = \"\""));
   const answers::File unanswered = answers::parse("a = \"\"\nb = ''\n", "f.toml");
@@ -94,9 +95,9 @@ TEST_CASE("answers names the file and line of a malformed line", "[common]") {
                   answers::FormatError);
   CHECK_THROWS_WITH(answers::parse("a = 1\nthis line is wrong\n", "answers.toml"),
                     ContainsSubstring("answers.toml line 2") && ContainsSubstring("this"));
-  CHECK_THROWS_WITH(answers::parse("# c\n\nb = twelve\n", "answers.toml"),
-                    ContainsSubstring("answers.toml line 3") &&
-                        ContainsSubstring("must be a number"));
+  CHECK_THROWS_WITH(
+      answers::parse("# c\n\nb = twelve\n", "answers.toml"),
+      ContainsSubstring("answers.toml line 3") && ContainsSubstring("must be a number"));
   CHECK_THROWS_WITH(answers::parse("b = \"open\n", "f.toml"),
                     ContainsSubstring("f.toml line 1") && ContainsSubstring("closing"));
   CHECK_THROWS_WITH(answers::parse("b = \"x\" \"y\"\n", "f.toml"),
@@ -120,8 +121,7 @@ TEST_CASE("answers rejects a key given twice", "[common]") {
 
 TEST_CASE("answers says which file is missing", "[common]") {
   CHECK_THROWS_WITH(answers::load("/nonexistent/answers.toml"),
-                    ContainsSubstring("/nonexistent/answers.toml") &&
-                        ContainsSubstring("missing"));
+                    ContainsSubstring("/nonexistent/answers.toml") && ContainsSubstring("missing"));
 }
 
 TEST_CASE("answers checks the form of each kind of question", "[common]") {
@@ -149,7 +149,7 @@ TEST_CASE("answers checks the form of each kind of question", "[common]") {
              ContainsSubstring("double quotes") && ContainsSubstring("line 4"));
 
   const answers::File none = answers::parse("", "f.toml");
-  CHECK_THAT(answers::form_problem(none, qs[2]),
-             ContainsSubstring("missing") && ContainsSubstring("under [q3]") &&
-                 ContainsSubstring("limit = \"\""));
+  CHECK_THAT(answers::form_problem(none, qs[2]), ContainsSubstring("missing") &&
+                                                     ContainsSubstring("under [q3]") &&
+                                                     ContainsSubstring("limit = \"\""));
 }

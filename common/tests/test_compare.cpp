@@ -1,7 +1,6 @@
 // The comparison's verdicts and diagnoses, on hand-made wrong results.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <cmath>
 #include <limits>
 
@@ -99,8 +98,7 @@ TEST_CASE("comparison recognises a result where only the first tile is right", "
              ContainsSubstring("only the first tile is right"));
 }
 
-TEST_CASE("comparison recognises a result where only the partial last tile is wrong",
-          "[common]") {
+TEST_CASE("comparison recognises a result where only the partial last tile is wrong", "[common]") {
   const Case c = make_case(20);
   std::vector<float> got = c.right;
   got[19 * 20 + 3] += 0.5f;

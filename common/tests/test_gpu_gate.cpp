@@ -1,11 +1,10 @@
 // kit::ExclusiveGpu against a stand-in for the grader's gate (grader/gate.py): two pipes.
-#include <catch2/catch_test_macros.hpp>
-#include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 #include <string>
 
 #include "kit/gpu_gate.hpp"
@@ -71,7 +70,8 @@ TEST_CASE("a measurement asks the grader's gate once for nested holds and gives 
   CHECK(gate.asked() == "AR");
 }
 
-TEST_CASE("a gate that closes without granting is a kit problem and not a measurement", "[common]") {
+TEST_CASE("a gate that closes without granting is a kit problem and not a measurement",
+          "[common]") {
   FakeGate gate;
   gate.close_grant();
   CHECK_THROWS_WITH(kit::ExclusiveGpu(), ContainsSubstring("kit problem") &&
@@ -80,7 +80,7 @@ TEST_CASE("a gate that closes without granting is a kit problem and not a measur
 
 TEST_CASE("a malformed KIT_GPU_GATE names the variable and who sets it", "[common]") {
   setenv("KIT_GPU_GATE", "3;4", 1);
-  CHECK_THROWS_WITH(kit::ExclusiveGpu(),
-                    ContainsSubstring("KIT_GPU_GATE is '3;4'") && ContainsSubstring("grader sets it"));
+  CHECK_THROWS_WITH(kit::ExclusiveGpu(), ContainsSubstring("KIT_GPU_GATE is '3;4'") &&
+                                             ContainsSubstring("grader sets it"));
   unsetenv("KIT_GPU_GATE");
 }

@@ -1,17 +1,15 @@
 // The harness's inputs and reference must be right before any lab's verdict can be trusted.
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_floating_point.hpp>
-
-#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
 #include "kit/matrix.hpp"
 #include "kit/testing.hpp"
 
-TEST_CASE("random matrices are reproducible from their seed and differ between seeds",
-          "[common]") {
+TEST_CASE("random matrices are reproducible from their seed and differ between seeds", "[common]") {
   const auto a = kit::random_matrix(17, 9, 1234);
   const auto b = kit::random_matrix(17, 9, 1234);
   const auto c = kit::random_matrix(17, 9, 1235);
@@ -47,8 +45,7 @@ TEST_CASE("host reference multiplies a small rectangular product exactly", "[com
   REQUIRE(ref.cols == 2);
   CHECK(ref.value == std::vector<double>{1 * 7 + 2 * 9 - 3 * 11, -1 * 8 + 2 * 10 + 3 * 12,
                                          4 * 7 + 5 * 9 - 6 * 11, -4 * 8 + 5 * 10 + 6 * 12});
-  CHECK(ref.magnitude == std::vector<double>{7 + 18 + 33, 8 + 20 + 36, 28 + 45 + 66,
-                                             32 + 50 + 72});
+  CHECK(ref.magnitude == std::vector<double>{7 + 18 + 33, 8 + 20 + 36, 28 + 45 + 66, 32 + 50 + 72});
 }
 
 TEST_CASE("host reference rejects inputs whose size does not match the shape", "[common]") {
@@ -78,8 +75,8 @@ TEST_CASE("device reference matches the host reference on awkward shapes", "[com
   struct Shape {
     int rows, inner, cols;
   };
-  const Shape s = GENERATE(Shape{1, 1, 1}, Shape{17, 33, 5}, Shape{64, 64, 64},
-                           Shape{100, 257, 31}, Shape{3, 1000, 2}, Shape{129, 16, 130});
+  const Shape s = GENERATE(Shape{1, 1, 1}, Shape{17, 33, 5}, Shape{64, 64, 64}, Shape{100, 257, 31},
+                           Shape{3, 1000, 2}, Shape{129, 16, 130});
   CAPTURE(s.rows, s.inner, s.cols);
   const auto M = kit::random_matrix(s.rows, s.inner, 21 + s.rows);
   const auto N = kit::random_matrix(s.inner, s.cols, 22 + s.cols);

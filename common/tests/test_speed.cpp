@@ -1,6 +1,5 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <stdexcept>
 
 #include "kit/matmul_harness.hpp"
@@ -30,13 +29,13 @@ TEST_CASE("speed comparison scores the slowest trial against the reference", "[c
   CHECK(speed.metric_name() == "time_ratio");
   CHECK(speed.worst_ratio() == 1.5);
   const std::string report = speed.report();
-  CHECK_THAT(report, ContainsSubstring("TILE_WIDTH 16: your kernel 3 ms, reference tiled kernel 2 ms") &&
-                         ContainsSubstring("median of 21 runs, width 1024") &&
-                         ContainsSubstring("TILE_WIDTH 32"));
+  CHECK_THAT(report,
+             ContainsSubstring("TILE_WIDTH 16: your kernel 3 ms, reference tiled kernel 2 ms") &&
+                 ContainsSubstring("median of 21 runs, width 1024") &&
+                 ContainsSubstring("TILE_WIDTH 32"));
 }
 
-TEST_CASE("speed comparison against cuBLAS is shown under a metric no rubric grades",
-          "[common]") {
+TEST_CASE("speed comparison against cuBLAS is shown under a metric no rubric grades", "[common]") {
   kit::SpeedComparison speed("reference kernel");
   speed.record("16 x 16 blocks", measured(6.0, 1.0), 1000, false);
   CHECK_FALSE(speed.graded());

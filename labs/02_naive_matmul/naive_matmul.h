@@ -6,8 +6,7 @@ namespace lab02 {
 // Launches naive_matmul_kernel on device buffers: P = M * N for width x width row-major
 // matrices, with block_size x block_size threads per block and enough blocks to cover P.
 // Checks the launch; does not synchronise.
-void launch_naive_matmul(const float* d_M, const float* d_N, float* d_P, int width,
-                         int block_size);
+void launch_naive_matmul(const float* d_M, const float* d_N, float* d_P, int width, int block_size);
 
 // The whole host side: allocates device memory, copies M and N in, launches, checks,
 // copies P out and frees. Throws std::invalid_argument for a width below 1, a null pointer

@@ -15,8 +15,7 @@ __global__ void tiled_matmul_kernel(const float* M, const float* N, float* P, in
 // Launches tiled_matmul_kernel<tile_width> on device buffers: P = M * N for width x width
 // row-major matrices. Throws std::invalid_argument unless tile_width is 16 or 32 and width is a
 // positive multiple of it. Checks the launch; does not synchronise.
-void launch_tiled_matmul(const float* d_M, const float* d_N, float* d_P, int width,
-                         int tile_width);
+void launch_tiled_matmul(const float* d_M, const float* d_N, float* d_P, int width, int tile_width);
 
 // The whole host side: allocates device memory, copies M and N in, launches, checks, copies P
 // out and frees. Throws std::invalid_argument for a null pointer and for the widths and tiles

@@ -18,8 +18,7 @@ __global__ void rect_matmul_kernel(const float* M, const float* N, float* P, int
 // Launches tiled_matmul_kernel<tile_width> on device buffers with enough blocks to cover P.
 // Throws std::invalid_argument unless width >= 1 and tile_width is 16 or 32. Checks the
 // launch; does not synchronise.
-void launch_tiled_matmul(const float* d_M, const float* d_N, float* d_P, int width,
-                         int tile_width);
+void launch_tiled_matmul(const float* d_M, const float* d_N, float* d_P, int width, int tile_width);
 
 // Launches rect_matmul_kernel<tile_width> on device buffers with enough blocks to cover the
 // I x K matrix P. Throws std::invalid_argument unless I, J, K >= 1 and tile_width is 16 or 32.

@@ -16,7 +16,6 @@
 // its list of questions (key, number, kind); see labs/03_tiled_matmul/tests/lab03_questions.hpp.
 #pragma once
 
-#include "kit/built_path.hpp"
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -26,6 +25,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "kit/built_path.hpp"
 
 namespace kit::answers {
 
@@ -58,11 +59,11 @@ enum class Kind {
 
 // One question of a lab's write-up. The lab keeps the list (see its tests/ folder).
 struct Question {
-  int number;                    // the question's number in the README
-  const char* key;               // as the file spells it: "key", or "table.key" under [table]
+  int number;       // the question's number in the README
+  const char* key;  // as the file spells it: "key", or "table.key" under [table]
   Kind kind;
-  const char* asks = nullptr;    // what to write, for the messages ("resident blocks per SM")
-  const char* choices = nullptr; // kChoice: the letters allowed, e.g. "abcd"
+  const char* asks = nullptr;     // what to write, for the messages ("resident blocks per SM")
+  const char* choices = nullptr;  // kChoice: the letters allowed, e.g. "abcd"
 };
 
 namespace detail {
@@ -142,8 +143,7 @@ inline File parse(const std::string& text, const std::string& path) {
       const std::size_t close = line.find(']');
       const std::string name =
           close == std::string::npos ? std::string() : detail::trim(line.substr(1, close - 1));
-      if (!detail::is_bare_key(name) ||
-          !detail::is_comment(detail::trim(line.substr(close + 1)))) {
+      if (!detail::is_bare_key(name) || !detail::is_comment(detail::trim(line.substr(close + 1)))) {
         throw fail("'" + line + "' is not a table header such as [q2]; a table's name is " +
                    "letters, digits and _, between [ and ]");
       }
@@ -268,8 +268,7 @@ inline std::string form_of(const Question& q) {
     case Kind::kChoice:
       return detail::quoted_list(q.choices) + " (a letter in quotes" +
              (asks.empty() ? std::string() : ": " + asks) + ")";
-    case Kind::kText:
-      return (asks.empty() ? std::string("a word") : asks) + " (in double quotes)";
+    case Kind::kText: return (asks.empty() ? std::string("a word") : asks) + " (in double quotes)";
   }
   return asks;
 }

@@ -27,4 +27,5 @@ void check_cuda(cudaError_t code, const char* call, const char* file, int line);
 #define KIT_CUDA_CHECK(call) ::kit::check_cuda((call), #call, __FILE__, __LINE__)
 
 // Right after every kernel launch: launches report configuration errors only here.
-#define KIT_CHECK_LAUNCH() ::kit::check_cuda(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+#define KIT_CHECK_LAUNCH() \
+  ::kit::check_cuda(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)

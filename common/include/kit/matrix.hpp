@@ -19,14 +19,13 @@ struct MatmulReference {
   std::vector<double> value;
   std::vector<double> magnitude;
 };
-MatmulReference reference_matmul(const std::vector<float>& M, const std::vector<float>& N,
-                                 int rows, int inner, int cols);
+MatmulReference reference_matmul(const std::vector<float>& M, const std::vector<float>& N, int rows,
+                                 int inner, int cols);
 
 // The same reference computed on the GPU by a kit kernel (common/src/reference_device.cu), then
 // checked on the host with verify_reference. Needs a usable GPU; throws kit::CudaError otherwise.
-MatmulReference reference_matmul_on_device(const std::vector<float>& M,
-                                           const std::vector<float>& N, int rows, int inner,
-                                           int cols);
+MatmulReference reference_matmul_on_device(const std::vector<float>& M, const std::vector<float>& N,
+                                           int rows, int inner, int cols);
 
 // Checks a reference against M and N in O(rows * cols + inner * cols) (Freivalds' method with
 // a fixed positive vector, so the magnitudes are checked too); throws std::logic_error when a

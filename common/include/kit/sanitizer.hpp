@@ -2,7 +2,6 @@
 // checking that it works on this machine, and keeping the lines of its report that matter.
 #pragma once
 
-#include "kit/built_path.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +11,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "kit/built_path.hpp"
 
 namespace kit::sanitizer {
 
@@ -88,9 +89,8 @@ inline std::vector<Run> run_each(const std::string& sanitizer_path, const std::s
                                  const std::vector<std::string>& probe_args) {
   std::vector<std::future<Run>> started;
   for (const std::string& args : probe_args) {
-    started.push_back(std::async(std::launch::async, [&, args] {
-      return run(sanitizer_path, tool_args, probe, args);
-    }));
+    started.push_back(std::async(
+        std::launch::async, [&, args] { return run(sanitizer_path, tool_args, probe, args); }));
   }
   std::vector<Run> runs;
   for (std::future<Run>& f : started) runs.push_back(f.get());

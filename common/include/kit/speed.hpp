@@ -30,10 +30,10 @@ class SpeedComparison {
   // Adds a measured trial; time() ends here, and the host-only tests call it directly.
   void record(const std::string& label, const TimeRatio& ratio, int width, bool against_reference);
 
-  bool graded() const;           // every trial ran against the reference
-  double worst_ratio() const;    // the largest candidate / yardstick ratio
+  bool graded() const;              // every trial ran against the reference
+  double worst_ratio() const;       // the largest candidate / yardstick ratio
   std::string metric_name() const;  // "time_ratio", or "time_ratio_vs_cublas" in a student kit
-  std::string report() const;    // one line per trial, for the student
+  std::string report() const;       // one line per trial, for the student
   const std::string& reference_name() const { return reference_name_; }
 
  private:

@@ -20,18 +20,20 @@
 #define KIT_METRIC(name, value) WARN("kit-metric " << (name) << "=" << (value))
 
 // Records a failed check with the comparison's explanation, or a success.
-#define KIT_CHECK_MATRIX(comparison)                       \
-  do {                                                     \
-    const ::kit::Comparison kit_cmp_ = (comparison);       \
-    if (!kit_cmp_.ok) FAIL_CHECK(kit_cmp_.report);         \
-    else SUCCEED("result matches the host reference");    \
+#define KIT_CHECK_MATRIX(comparison)                 \
+  do {                                               \
+    const ::kit::Comparison kit_cmp_ = (comparison); \
+    if (!kit_cmp_.ok)                                \
+      FAIL_CHECK(kit_cmp_.report);                   \
+    else                                             \
+      SUCCEED("result matches the host reference");  \
   } while (false)
 
 // As KIT_CHECK_MATRIX, but ends the test on a mismatch (use before timing a kernel).
-#define KIT_REQUIRE_MATRIX(comparison)                     \
-  do {                                                     \
-    const ::kit::Comparison kit_cmp_ = (comparison);       \
-    if (!kit_cmp_.ok) FAIL(kit_cmp_.report);               \
+#define KIT_REQUIRE_MATRIX(comparison)               \
+  do {                                               \
+    const ::kit::Comparison kit_cmp_ = (comparison); \
+    if (!kit_cmp_.ok) FAIL(kit_cmp_.report);         \
   } while (false)
 
 namespace kit {

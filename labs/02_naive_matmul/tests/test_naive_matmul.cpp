@@ -2,7 +2,6 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <stdexcept>
 #include <vector>
 
@@ -36,8 +35,7 @@ void check_widths_with_both_blocks(int width) {
 
 }  // namespace
 
-TEST_CASE("naive result matches the host reference for small widths",
-          "[lab02][correctness][gpu]") {
+TEST_CASE("naive result matches the host reference for small widths", "[lab02][correctness][gpu]") {
   KIT_REQUIRE_GPU();
   check_widths_with_both_blocks(GENERATE(1, 7, 16, 31));
 }
@@ -54,8 +52,7 @@ TEST_CASE("naive result matches the host reference when the width is a multiple 
   check_widths_with_both_blocks(GENERATE(64, 1024));
 }
 
-TEST_CASE("host function returns the product of its host matrices",
-          "[lab02][correctness][gpu]") {
+TEST_CASE("host function returns the product of its host matrices", "[lab02][correctness][gpu]") {
   KIT_REQUIRE_GPU();
   const int width = GENERATE(1, 45, 128);
   const kit::MatmulProblem problem = kit::make_square_problem(width, 3000 + width);
@@ -80,8 +77,9 @@ TEST_CASE("naive kernel does not write outside the output matrix", "[lab02][safe
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
   const std::string damage = d_P.damaged_guards();
   INFO(damage);
-  INFO("hint: threads outside the matrix must not store; check the bounds condition "
-       "(row < width && col < width) before the write.");
+  INFO(
+      "hint: threads outside the matrix must not store; check the bounds condition "
+      "(row < width && col < width) before the write.");
   CHECK(damage.empty());
 }
 

@@ -10,10 +10,8 @@ namespace lab03_tests {
 
 kit::KernelAttributes tiled_kernel_attributes(int tile_width) {
   switch (tile_width) {
-    case 16:
-      return kit::kernel_attributes(&lab03::tiled_matmul_kernel<16>);
-    case 32:
-      return kit::kernel_attributes(&lab03::tiled_matmul_kernel<32>);
+    case 16: return kit::kernel_attributes(&lab03::tiled_matmul_kernel<16>);
+    case 32: return kit::kernel_attributes(&lab03::tiled_matmul_kernel<32>);
     default:
       throw std::invalid_argument("tiled_kernel_attributes: no kernel for tile width " +
                                   std::to_string(tile_width));

@@ -67,8 +67,9 @@ inline std::vector<kit::Alternative> tile_mistakes(const kit::MatmulProblem& p, 
 // Runs the student's kernel on poisoned output and compares it with the host reference; when
 // it is wrong, tries the tiling mistakes and the usual index mistakes to explain why.
 inline kit::Comparison check_tiled(const kit::MatmulProblem& problem, int tile_width) {
-  return kit::check_matmul(problem, tiled(problem.rows, tile_width), tile_width,
-                           [tile_width](const kit::MatmulProblem& p) { return tile_mistakes(p, tile_width); });
+  return kit::check_matmul(
+      problem, tiled(problem.rows, tile_width), tile_width,
+      [tile_width](const kit::MatmulProblem& p) { return tile_mistakes(p, tile_width); });
 }
 
 // Each width gets its own inputs; every tile width that divides it runs on them.

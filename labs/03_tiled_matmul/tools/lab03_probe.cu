@@ -67,8 +67,9 @@ int run_matmul(int width_16, int width_32) {
     KIT_CUDA_CHECK(cudaDeviceSynchronize());
     const long long i = kit::probe::first_unwritten(d_P.data(), count);
     if (i >= 0) {
-      std::fprintf(stderr, "lab03_probe: TILE_WIDTH %d, width %d: P[%lld][%lld] was never written\n",
-                   tile, width, i / width, i % width);
+      std::fprintf(stderr,
+                   "lab03_probe: TILE_WIDTH %d, width %d: P[%lld][%lld] was never written\n", tile,
+                   width, i / width, i % width);
       return kit::probe::kWrongResult;
     }
   }

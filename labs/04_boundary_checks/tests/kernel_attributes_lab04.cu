@@ -10,10 +10,8 @@ namespace lab04_tests {
 
 kit::KernelAttributes square_kernel_attributes(int tile_width) {
   switch (tile_width) {
-    case 16:
-      return kit::kernel_attributes(&lab04::tiled_matmul_kernel<16>);
-    case 32:
-      return kit::kernel_attributes(&lab04::tiled_matmul_kernel<32>);
+    case 16: return kit::kernel_attributes(&lab04::tiled_matmul_kernel<16>);
+    case 32: return kit::kernel_attributes(&lab04::tiled_matmul_kernel<32>);
     default:
       throw std::invalid_argument("square_kernel_attributes: no kernel for tile width " +
                                   std::to_string(tile_width));
@@ -22,10 +20,8 @@ kit::KernelAttributes square_kernel_attributes(int tile_width) {
 
 kit::KernelAttributes rect_kernel_attributes(int tile_width) {
   switch (tile_width) {
-    case 16:
-      return kit::kernel_attributes(&lab04::rect_matmul_kernel<16>);
-    case 32:
-      return kit::kernel_attributes(&lab04::rect_matmul_kernel<32>);
+    case 16: return kit::kernel_attributes(&lab04::rect_matmul_kernel<16>);
+    case 32: return kit::kernel_attributes(&lab04::rect_matmul_kernel<32>);
     default:
       throw std::invalid_argument("rect_kernel_attributes: no kernel for tile width " +
                                   std::to_string(tile_width));

@@ -64,14 +64,17 @@ inline std::vector<kit::Alternative> phase_mistakes(const kit::MatmulProblem& p,
   std::vector<float> M_full(static_cast<std::size_t>(p.rows) * std::max(full, 1), 0.0f);
   for (int i = 0; i < p.rows; ++i) {
     for (int k = 0; k < full; ++k) {
-      M_full[static_cast<std::size_t>(i) * full + k] = p.M[static_cast<std::size_t>(i) * p.inner + k];
+      M_full[static_cast<std::size_t>(i) * full + k] =
+          p.M[static_cast<std::size_t>(i) * p.inner + k];
     }
   }
   std::vector<double> truncated =
       full == 0 ? std::vector<double>(static_cast<std::size_t>(p.rows) * p.cols, 0.0)
-                : kit::product_values(M_full, std::vector<float>(p.N.begin(), p.N.begin() +
-                                                  static_cast<std::ptrdiff_t>(full) * p.cols),
-                                      p.rows, full, p.cols);
+                : kit::product_values(
+                      M_full,
+                      std::vector<float>(p.N.begin(),
+                                         p.N.begin() + static_cast<std::ptrdiff_t>(full) * p.cols),
+                      p.rows, full, p.cols);
   const int ran = p.inner / tile;
   const std::string what = ran == 0 ? "no phase ran at all" : "the last, partial phase is missing";
   mistakes.push_back({"the phase loop ran floor(" + std::to_string(p.inner) + " / " +

@@ -113,7 +113,8 @@ TEST_CASE("tiled kernels make no out-of-bounds access under memcheck", "[lab04][
   const std::string memcheck = "--tool memcheck";
   const std::string probe = KIT_BUILT_PATH(KIT_PROBE_PATH);
   const std::vector<std::string> modes = {"square", "rect"};
-  const std::vector<kit::sanitizer::Run> runs = kit::sanitizer::run_each(tool, memcheck, probe, modes);
+  const std::vector<kit::sanitizer::Run> runs =
+      kit::sanitizer::run_each(tool, memcheck, probe, modes);
   for (std::size_t i = 0; i < modes.size(); ++i) {
     const std::string& mode = modes[i];
     const kit::sanitizer::Run& r = runs[i];

@@ -14,8 +14,8 @@
 #include "device_presets.h"
 #include "kit/answers.hpp"
 #include "lab06_questions.hpp"
-#include "occupancy.h"
 #include "lab06_support.hpp"
+#include "occupancy.h"
 
 using Catch::Matchers::ContainsSubstring;
 using Catch::Matchers::WithinAbs;

@@ -10,8 +10,8 @@
 #include "kit/cuda_check.hpp"
 #include "kit/kernel_attributes.hpp"
 #include "kit/testing.hpp"
-#include "occupancy.h"
 #include "lab06_support.hpp"
+#include "occupancy.h"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include "device_presets.h"
 #include "kit/answers.hpp"
 #include "lab06_questions.hpp"
-#include "occupancy.h"
 #include "lab06_support.hpp"
+#include "occupancy.h"
 #include "reference_bridge.hpp"
 
 using Catch::Matchers::WithinAbs;
