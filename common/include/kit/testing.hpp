@@ -1,11 +1,14 @@
 // Catch2 glue shared by every lab's tests: skipping without a GPU, matrix checks, metrics.
 #pragma once
 
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <string>
+#include <vector>
 
 #include "kit/compare.hpp"
 #include "kit/gpu.hpp"
+#include "kit/poison.hpp"
 #include "kit/sanitizer.hpp"
 
 // First line of every [gpu] test: without a usable GPU the test is reported as skipped
@@ -37,6 +40,19 @@
   } while (false)
 
 namespace kit {
+
+// A safety test (guard bands, sanitizers) judges only a kernel that does its work, or a
+// do-nothing solution would pass it: records a failure and returns false when some element of
+// P (copied back from a poisoned buffer) was never written.
+inline bool fully_written(const std::vector<float>& P) {
+  const long long unwritten = std::count_if(P.begin(), P.end(), is_poison);
+  if (unwritten == 0) return true;
+  FAIL_CHECK(unwritten << " of " << P.size()
+                       << " elements of P were never written, so this check has nothing to judge\n"
+                          "hint: make the correctness tests pass first; this test judges only a "
+                          "kernel that computes all of P.");
+  return false;
+}
 
 // The compute-sanitizer executable for a safety test (kit::sanitizer::find_compute_sanitizer),
 // or a SKIP with the reason where this machine has none: `check` says what the test wanted it

@@ -141,20 +141,6 @@ inline long long not_finite(const std::vector<float>& P) {
                        [](float v) { return !std::isfinite(v) && !kit::is_poison(v); });
 }
 
-// A guard-band test judges only a kernel that computes all of P: records a failure and returns
-// false when some element was never written.
-inline bool fully_written(const std::vector<float>& P) {
-  const long long unwritten = std::count_if(P.begin(), P.end(), kit::is_poison);
-  if (unwritten == 0) return true;
-  FAIL_CHECK(unwritten
-             << " of " << P.size()
-             << " elements of P were never written, so this "
-                "check has nothing to judge\n"
-                "hint: make the correctness tests pass first; this test judges only a kernel that "
-                "computes all of P.");
-  return false;
-}
-
 // The shapes the guard-band and memcheck tests use: none a multiple of either tile.
 inline std::vector<Shape> guard_shapes() {
   return {{1, 1, 1},   {17, 17, 17}, {33, 33, 33}, {100, 100, 100},

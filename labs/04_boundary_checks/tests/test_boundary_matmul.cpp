@@ -72,7 +72,7 @@ TEST_CASE("tiled kernels read nothing outside their input matrices", "[lab04][sa
       for (const auto& [kernel, launch] : lab04_tests::kernels_for(s, tile)) {
         CAPTURE(kernel, s.I, s.J, s.K, tile);
         const lab04_tests::GuardedRun r = lab04_tests::run_guarded(problem, launch);
-        if (!lab04_tests::fully_written(r.P)) continue;
+        if (!kit::fully_written(r.P)) continue;
         const long long bad = lab04_tests::not_finite(r.P);
         if (bad > 0) {
           FAIL_CHECK(bad << " of " << r.P.size()
@@ -95,7 +95,7 @@ TEST_CASE("tiled kernels write nothing outside their output matrix", "[lab04][sa
       for (const auto& [kernel, launch] : lab04_tests::kernels_for(s, tile)) {
         CAPTURE(kernel, s.I, s.J, s.K, tile);
         const lab04_tests::GuardedRun r = lab04_tests::run_guarded(problem, launch);
-        if (!lab04_tests::fully_written(r.P)) continue;
+        if (!kit::fully_written(r.P)) continue;
         if (!r.P_damage.empty()) {
           FAIL_CHECK(r.P_damage << "\nhint: threads outside P stored their Pvalue: guard the "
                                    "store with row < width && col < width (row < I && col < K "
