@@ -104,6 +104,78 @@ bool only_partial_tile_wrong(const Tally& t, int rows, int cols, int tile) {
   return true;
 }
 
+// The written elements are a prefix in memory order: every element from *end on was never
+// written and every one before it was. A short copy back leaves this pattern.
+bool written_is_prefix(const Tally& t, std::size_t* end) {
+  std::size_t s = t.cells.size();
+  while (s > 0 && t.cells[s - 1] == Cell::unwritten) --s;
+  if (s == 0 || s == t.cells.size()) return false;
+  for (std::size_t i = 0; i < s; ++i) {
+    if (t.cells[i] == Cell::unwritten) return false;
+  }
+  *end = s;
+  return true;
+}
+
+// Every written element right before `end`, except perhaps the last, which a copy that stops
+// inside a float leaves half overwritten.
+bool prefix_right(const Tally& t, std::size_t end) {
+  for (std::size_t i = 0; i + 1 < end; ++i) {
+    if (t.cells[i] != Cell::ok) return false;
+  }
+  return true;
+}
+
+// Every written, finite element is a whole number while some expected value in a wrong cell is
+// not: the sum was converted to an integer along the way.
+bool wrong_values_all_whole(const std::vector<float>& got, const MatmulReference& ref,
+                            const Tally& t, long long* zeros) {
+  bool some_fraction_expected = false;
+  *zeros = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (t.cells[i] == Cell::unwritten || t.cells[i] == Cell::not_finite) continue;
+    if (std::floor(got[i]) != got[i]) return false;
+    if (got[i] == 0.0f) ++*zeros;
+    if (t.cells[i] == Cell::wrong && std::floor(ref.value[i]) != ref.value[i]) {
+      some_fraction_expected = true;
+    }
+  }
+  return some_fraction_expected;
+}
+
+// What was observed, for a wrong result no rule explains: how many elements, in how many rows
+// and columns, and how far off.
+std::string describe_wrong(const std::vector<float>& got, const MatmulReference& ref,
+                           const Tally& t) {
+  const int rows = ref.rows, cols = ref.cols;
+  std::vector<bool> bad_row(rows, false), bad_col(cols, false);
+  double worst = -1.0, sum = 0.0;
+  std::size_t worst_at = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (t.cells[i] != Cell::wrong) continue;
+    bad_row[i / cols] = true;
+    bad_col[i % cols] = true;
+    const double err = std::fabs(got[i] - ref.value[i]);
+    sum += err;
+    if (err > worst) {
+      worst = err;
+      worst_at = i;
+    }
+  }
+  const auto count = [](const std::vector<bool>& v) {
+    return std::count(v.begin(), v.end(), true);
+  };
+  std::ostringstream h;
+  h << "the kit cannot tell why from the values: " << t.wrong << " element(s) are wrong, in "
+    << count(bad_row) << " of " << rows << " rows and " << count(bad_col) << " of " << cols
+    << " columns, off by " << sum / static_cast<double>(t.wrong) << " on average and at most "
+    << worst << " (P[" << worst_at / cols << "][" << worst_at % cols << "]: got " << got[worst_at]
+    << ", expected " << ref.value[worst_at]
+    << "). Check how row, col and k index M, N and P against the write-up, on a small width you "
+       "can work by hand.";
+  return h.str();
+}
+
 bool matches(const std::vector<float>& got, const std::vector<double>& expected) {
   if (expected.size() != got.size()) return false;
   for (std::size_t i = 0; i < got.size(); ++i) {
@@ -131,9 +203,29 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
       return hints;
     }
   }
+  std::size_t prefix_end = 0;
+  const bool prefix = t.unwritten > 0 && written_is_prefix(t, &prefix_end);
+  const std::size_t quarter = (got.size() + 3) / 4;  // the floats in got.size() bytes, rounded up
+  if (prefix && prefix_end == quarter && prefix_right(t, prefix_end)) {
+    std::ostringstream h;
+    h << "exactly the first quarter of P arrived (" << prefix_end << " of " << total
+      << " elements, in memory order), every one of them right, and nothing after it: the copy "
+         "back moved as many bytes as P has elements. A byte count is elements x sizeof(float): "
+         "copy width * width * sizeof(float) bytes.";
+    hints.push_back(h.str());
+    return hints;
+  }
   if (t.unwritten > 0) {
     int r_end = rows, c_end = cols;
-    if (unwritten_is_bottom_right_band(t, rows, cols, &r_end, &c_end)) {
+    if (prefix && prefix_end % static_cast<std::size_t>(cols) != 0 && prefix_right(t, prefix_end)) {
+      std::ostringstream h;
+      h << "only the first " << prefix_end << " of " << total
+        << " elements of P (in memory order, up to the middle of row " << prefix_end / cols
+        << ") hold results, every one of them right; the rest were never written. The kit cannot "
+           "tell whether the kernel or the copy back stopped there: check the byte count of each "
+           "cudaMemcpy (elements x sizeof(float)) and which elements the grid covers.";
+      hints.push_back(h.str());
+    } else if (unwritten_is_bottom_right_band(t, rows, cols, &r_end, &c_end)) {
       std::ostringstream h;
       h << "the last ";
       if (r_end < rows) h << rows - r_end << " row(s)";
@@ -170,10 +262,14 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
       hints.push_back(
           "only the last, partial tile is wrong: loads past the edge of a matrix "
           "must be guarded and fill 0, and every phase must be run.");
+    } else if (long long zeros = 0; wrong_values_all_whole(got, ref, t, &zeros)) {
+      std::ostringstream h;
+      h << "every value of P is a whole number (" << zeros
+        << " of them 0), while the products of these inputs are not: the sum was converted to "
+           "an integer along the way, as when Pvalue is declared int. Accumulate in a float.";
+      hints.push_back(h.str());
     } else {
-      hints.push_back(
-          "values are wrong: check how row, col and k index M and N "
-          "(M[row * width + k], N[k * width + col]).");
+      hints.push_back(describe_wrong(got, ref, t));
     }
   }
   return hints;
@@ -242,6 +338,34 @@ std::vector<Alternative> matmul_index_mistakes(const std::vector<float>& M,
       {"M is read transposed: the product matches M-transposed times N. Index M "
        "as M[row * width + k], not M[k * width + row].",
        product_values(transposed(M), N, width, width, width)});
+  return mistakes;
+}
+
+std::vector<Alternative> matmul_term_mistakes(const std::vector<float>& M,
+                                              const std::vector<float>& N,
+                                              const MatmulReference& ref, int inner) {
+  const int rows = ref.rows, cols = ref.cols;
+  std::vector<Alternative> mistakes;
+  if (inner < 2) return mistakes;
+  auto without_term = [&](int k) {
+    std::vector<double> values = ref.value;
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < cols; ++c) {
+        values[static_cast<std::size_t>(r) * cols + c] -=
+            static_cast<double>(M[static_cast<std::size_t>(r) * inner + k]) *
+            N[static_cast<std::size_t>(k) * cols + c];
+      }
+    }
+    return values;
+  };
+  mistakes.push_back({"every element misses exactly the last term of its dot product (k = " +
+                          std::to_string(inner - 1) +
+                          "): the loop over k stops one short. Run it while k < width.",
+                      without_term(inner - 1)});
+  mistakes.push_back(
+      {"every element misses exactly the first term of its dot product (k = 0): the loop over k "
+       "starts at 1. Start it at 0.",
+       without_term(0)});
   return mistakes;
 }
 

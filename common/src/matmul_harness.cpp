@@ -41,9 +41,12 @@ Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch
   const std::vector<float> P = run_matmul(problem, launch);
   Comparison cmp = compare_matrix(P, problem.ref, Tolerance{}, tile);
   if (cmp.ok) return cmp;
-  // Worth the extra host products only once we know the result is wrong.
+  // Worth the extra host work only once we know the result is wrong.
   std::vector<Alternative> alternatives;
   if (lab_mistakes) alternatives = lab_mistakes(problem);
+  for (Alternative& a : matmul_term_mistakes(problem.M, problem.N, problem.ref, problem.inner)) {
+    alternatives.push_back(std::move(a));
+  }
   if (problem.rows == problem.inner && problem.inner == problem.cols) {
     for (Alternative& a : matmul_index_mistakes(problem.M, problem.N, problem.rows)) {
       alternatives.push_back(std::move(a));

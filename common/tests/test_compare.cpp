@@ -1,7 +1,9 @@
 // The comparison's verdicts and diagnoses, on hand-made wrong results.
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kit/compare.hpp"
@@ -126,7 +128,64 @@ TEST_CASE("comparison tolerates float rounding but not a missing term", "[common
       missing_last_term[r * 256 + col] -= c.M[r * 256 + 255] * c.N[255 * 256 + col];
   const kit::Comparison cmp = kit::compare_matrix(missing_last_term, c.ref);
   CHECK_FALSE(cmp.ok);
-  CHECK_THAT(cmp.report, ContainsSubstring("hint: values are wrong"));
+  // Without the loop-bound alternatives the pattern proves nothing: it says what it saw.
+  CHECK_THAT(cmp.report, ContainsSubstring("cannot tell why") &&
+                             ContainsSubstring("in 256 of 256 rows and 256 of 256 columns"));
+  const kit::Comparison named = kit::compare_matrix(
+      missing_last_term, c.ref, {}, 0, kit::matmul_term_mistakes(c.M, c.N, c.ref, 256));
+  CHECK_THAT(named.report,
+             ContainsSubstring("misses exactly the last term") && ContainsSubstring("k < width"));
+}
+
+TEST_CASE("comparison names a dot product that skips its first term", "[common]") {
+  const Case c = make_case(40);
+  std::vector<float> got = c.right;
+  for (int r = 0; r < 40; ++r)
+    for (int col = 0; col < 40; ++col) got[r * 40 + col] -= c.M[r * 40] * c.N[col];
+  const kit::Comparison cmp =
+      kit::compare_matrix(got, c.ref, {}, 0, kit::matmul_term_mistakes(c.M, c.N, c.ref, 40));
+  CHECK_THAT(cmp.report, ContainsSubstring("misses exactly the first term"));
+}
+
+TEST_CASE("comparison says when every value is a whole number", "[common]") {
+  const Case c = make_case(24);
+  // An int accumulator: each partial sum truncated toward zero.
+  std::vector<float> got(c.right.size());
+  for (int r = 0; r < 24; ++r)
+    for (int col = 0; col < 24; ++col) {
+      int sum = 0;
+      for (int k = 0; k < 24; ++k)
+        sum = static_cast<int>(sum + c.M[r * 24 + k] * c.N[k * 24 + col]);
+      got[r * 24 + col] = static_cast<float>(sum);
+    }
+  const kit::Comparison cmp = kit::compare_matrix(got, c.ref);
+  CHECK_THAT(cmp.report, ContainsSubstring("every value of P is a whole number") &&
+                             ContainsSubstring("declared int"));
+}
+
+TEST_CASE("comparison names a copy back of elements instead of bytes", "[common]") {
+  for (int width : {33, 64}) {
+    CAPTURE(width);
+    const Case c = make_case(width);
+    // cudaMemcpy(h_P, d_P, width * width, ...): width * width bytes, a quarter of the floats,
+    // the last one perhaps half copied.
+    std::vector<float> got(c.right.size(), kit::poison_value());
+    const std::size_t bytes = static_cast<std::size_t>(width) * width;
+    std::memcpy(got.data(), c.right.data(), bytes);
+    const kit::Comparison cmp = kit::compare_matrix(got, c.ref);
+    CHECK_THAT(cmp.report, ContainsSubstring("exactly the first quarter of P arrived") &&
+                               ContainsSubstring("sizeof(float)"));
+    CHECK_THAT(cmp.report, !ContainsSubstring("Round the number of blocks up"));
+  }
+}
+
+TEST_CASE("comparison describes a result that stops mid-row without naming a cause", "[common]") {
+  const Case c = make_case(20);
+  std::vector<float> got(c.right.size(), kit::poison_value());
+  std::copy(c.right.begin(), c.right.begin() + 150, got.begin());
+  const kit::Comparison cmp = kit::compare_matrix(got, c.ref);
+  CHECK_THAT(cmp.report,
+             ContainsSubstring("only the first 150 of 400") && ContainsSubstring("cannot tell"));
 }
 
 TEST_CASE("comparison refuses a result of the wrong size", "[common]") {

@@ -39,4 +39,11 @@ std::vector<Alternative> matmul_index_mistakes(const std::vector<float>& M,
                                                const std::vector<float>& N, int width,
                                                int max_width = 512);
 
+// The loop-bound mistakes of a dot product, as alternatives for compare_matrix: every element
+// of P missing exactly its last term, or exactly its first. Cheap (no extra product): ref minus
+// one term. M is ref.rows x inner, N is inner x ref.cols.
+std::vector<Alternative> matmul_term_mistakes(const std::vector<float>& M,
+                                              const std::vector<float>& N,
+                                              const MatmulReference& ref, int inner);
+
 }  // namespace kit

@@ -37,8 +37,9 @@ std::vector<float> run_matmul(const MatmulProblem& problem, const MatmulLaunch& 
 using MistakeCatalogue = std::function<std::vector<Alternative>(const MatmulProblem&)>;
 
 // Runs the launch on poisoned output and compares with the reference (tile-shaped diagnoses
-// when tile > 0). Only when the result is wrong, since each costs a host product, does it try
-// the lab's own mistakes, then for square problems the usual index mistakes, to explain why.
+// when tile > 0). Only when the result is wrong, since each costs host work, does it try the
+// lab's own mistakes, the loop-bound mistakes (matmul_term_mistakes), then for square problems
+// the usual index mistakes, to explain why.
 Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch, int tile = 0,
                         const MistakeCatalogue& lab_mistakes = {});
 
