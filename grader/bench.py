@@ -26,6 +26,7 @@ from .pipeline import Engine, GradeOptions
 from .progress import PlainProgress
 from .report import format_points, text_table
 from .rubric import Kit, Lab
+from .run import Status
 from .schedule import Span
 from .score import SubmissionScore
 from .timeline import Timeline, build_timeline, plot_timeline
@@ -146,7 +147,7 @@ def slowest_tests(scores: dict[str, SubmissionScore], most: int = 10) -> list[tu
     for score in scores.values():
         for lab in score.labs:
             for test in lab.tests:
-                if test.status != "not_built":
+                if test.status is not Status.NOT_BUILT:
                     totals.setdefault(f"lab{lab.lab_id}: {test.name}", []).append(test.duration)
     ranked = sorted(
         ((name, sum(times), len(times)) for name, times in totals.items()), key=lambda row: -row[1]

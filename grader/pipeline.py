@@ -39,7 +39,7 @@ from .report import (
     write_submission_report,
 )
 from .rubric import Kit, Lab, check_rubric_against_listing
-from .run import RunConfig, list_tests, run_tests
+from .run import RunConfig, Status, list_tests, run_tests
 from .sandbox import Sandbox, detect
 from .schedule import Scheduler, visible_gpus
 from .score import LabScore, SubmissionScore, TestScore, score_lab, score_test, score_unbuilt_lab
@@ -436,7 +436,7 @@ def _visible_max(lab: Lab) -> float:
 
 def _check_lines(metric: str | None, scored: TestScore, width: int) -> list[str]:
     cublas = scored.metrics.get(f"{metric}_vs_cublas") if metric else None
-    if metric and metric not in scored.metrics and cublas is not None and scored.status == "passed":
+    if metric and metric not in scored.metrics and cublas is not None and scored.status is Status.PASSED:
         # A student kit has no reference kernel to time against: say so instead of a bare 0.
         return [
             f"PERF  {scored.name:<{width}}  (0/{format_points(scored.max_points)} here)",
@@ -447,7 +447,7 @@ def _check_lines(metric: str | None, scored: TestScore, width: int) -> list[str]
     lines = [status_line(scored, width)]
     lines += [f"      {reason}" for reason in scored.reasons]
     lines += [f"      hint: {hint}" for hint in scored.hints]
-    if scored.status in ("failed", "crashed"):
+    if scored.status in (Status.FAILED, Status.CRASHED):
         lines += [
             f"      {line}"
             for detail in scored.details[:4]

@@ -9,12 +9,13 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 from .charts import Charts
 from .collect import Refusal
+from .run import Status
 from .score import LabScore, SubmissionScore, TestScore, lab_statistics
 
 SCORE_FILE = "score.json"  # the grader's own record of a finished submission, read on resume
@@ -39,10 +40,10 @@ def text_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
 
 def status_line(test: TestScore, width: int) -> str:
     """gradelib's line: OK, PART (partial credit), SKIP or FAIL, the name, and the points."""
-    if test.status == "passed":
+    if test.status is Status.PASSED:
         word = "OK" if test.full_marks else "PART"
     else:
-        word = "SKIP" if test.status == "skipped" else "FAIL"
+        word = "SKIP" if test.status is Status.SKIPPED else "FAIL"
     return f"{word:<4}  {test.name:<{width}}  ({format_points(test.points)}/{format_points(test.max_points)})"
 
 
@@ -72,7 +73,7 @@ def _gradescope_test(lab: LabScore, test: TestScore) -> dict:
         "name": f"lab{lab.lab_id}: {test.name}",
         "score": test.points,
         "max_score": test.max_points,
-        "status": "passed" if test.full_marks else "failed",
+        "status": "passed" if test.full_marks else "failed",  # Gradescope's two words, not a Status
         "output": "\n".join(_test_lines(lab, test, show_details=True)),
         "visibility": test.visibility,
     }
@@ -129,11 +130,11 @@ def lab_feedback_lines(lab: LabScore) -> list[str]:
 
 
 def _test_lines(lab: LabScore, test: TestScore, show_details: bool) -> list[str]:
-    if lab.problem and test.status == "not_built":
+    if lab.problem and test.status is Status.NOT_BUILT:
         # The compiler output is told once, at the lab, not under every test.
         return [f"not run: {lab.problem} (see the lab's messages)"]
     lines = list(test.reasons) + [f"hint: {hint}" for hint in test.hints]
-    if show_details and test.status not in ("passed", "skipped"):
+    if show_details and test.status not in (Status.PASSED, Status.SKIPPED):
         shown = [
             line
             for detail in test.details
@@ -202,7 +203,7 @@ def score_to_json(score: SubmissionScore) -> dict:
 def score_from_json(data: dict) -> SubmissionScore:
     labs = []
     for lab in data["labs"]:
-        tests = [TestScore(**test) for test in lab["tests"]]
+        tests = [TestScore(**{**test, "status": Status(test["status"])}) for test in lab["tests"]]
         charts = Charts(files={name: b"" for name in lab["charts"]["files"]}, note=lab["charts"]["note"])
         fields = {key: value for key, value in lab.items() if key not in ("tests", "charts")}
         labs.append(LabScore(tests=tests, charts=charts, **fields))
@@ -239,22 +240,18 @@ def write_gradebook(path: Path, scores: list[SubmissionScore], lab_ids: list[str
 
 def gpu_skip_notice(scores: list[SubmissionScore]) -> str | None:
     """The loud line when GPU tests were skipped: those scores are not the students' scores."""
-    reasons = [
-        test.reasons[0].removeprefix("not run: ")
-        for score in scores
-        for lab in score.labs
-        for test in lab.skipped
-        if test.reasons
-    ]
-    gpu_reasons = [reason for reason in reasons if "gpu" in reason.lower()]
-    if not gpu_reasons:
+    notice = gpu_skip_line(test for score in scores for lab in score.labs for test in lab.tests)
+    return f"{notice}; scores are incomplete" if notice else None
+
+
+def gpu_skip_line(tests: Iterable[TestScore]) -> str | None:
+    """How many [gpu] tests skipped themselves, and the first one's reason; None if none did."""
+    skipped = [test for test in tests if test.gpu_skipped and test.reasons]
+    if not skipped:
         return None
     # The tests' own reason usually starts with "no usable GPU:" already; say it once.
-    reason = gpu_reasons[0].removeprefix("no usable GPU:").strip()
-    return (
-        f"{len(gpu_reasons)} GPU tests were not run because this machine has no usable GPU: "
-        f"{reason}; scores are incomplete"
-    )
+    reason = skipped[0].reasons[0].removeprefix("not run: ").removeprefix("no usable GPU:").strip()
+    return f"{len(skipped)} GPU tests were not run because this machine has no usable GPU: {reason}"
 
 
 def summary_text(scores: list[SubmissionScore], lab_titles: dict[str, str]) -> str:
@@ -298,7 +295,7 @@ def _lab_summary(lab_id: str, title: str, scores: list[SubmissionScore]) -> list
         "  passed by:",
     ]
     for index, test in enumerate(labs[0][1].tests):
-        passed = sum(1 for _, lab in labs if lab.tests[index].status == "passed")
+        passed = sum(1 for _, lab in labs if lab.tests[index].status is Status.PASSED)
         lines.append(f"    {100 * passed / len(labs):5.1f}%  ({passed}/{len(labs)})  {test.name}")
     unbuilt = [(student, lab.problem) for student, lab in labs if lab.problem]
     if unbuilt:

@@ -20,15 +20,28 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from .errors import GraderError
 from .gate import GpuGate
 from .proc import ProcessResult, run_limited
 from .sandbox import Sandbox
-from .schedule import Scheduler, need_for_tags
+from .schedule import Need, Scheduler, need_for_tags
 
-STATUSES = ("passed", "failed", "skipped", "crashed", "timed_out", "missing", "not_built")
+
+class Status(StrEnum):
+    """How a test ended. A str, so the reports and score.json write the bare word."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"  # it skipped itself (a [gpu] test without a usable GPU, say)
+    CRASHED = "crashed"  # no result: killed, or no report for this test
+    TIMED_OUT = "timed_out"
+    MISSING = "missing"  # the test executable does not contain it
+    NOT_BUILT = "not_built"  # its lab was not built (or not graded), so it did not run
+
+
 EXIT_ALL_SKIPPED = 4  # Catch2's exit code when every selected test was skipped
 METRIC_LINE = re.compile(r"^kit-metric\s+([A-Za-z_][A-Za-z0-9_]*)=(\S+)$")
 ENV_KEPT = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES")
@@ -67,17 +80,23 @@ class ListedTest:
     name: str
     tags: tuple[str, ...]
 
+    @property
+    def needs_gpu(self) -> bool:
+        """Tagged [gpu]: it runs on a GPU lane, and skips itself where there is no usable GPU."""
+        return need_for_tags(self.tags) is Need.GPU
+
 
 @dataclass
 class Outcome:
     name: str
-    status: str  # one of STATUSES
+    status: Status
     messages: list[str] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     skip_reason: str | None = None
     duration: float = 0.0
     output: str = ""  # the console output, bounded
+    needs_gpu: bool = False  # its listing tags it [gpu] (False for a test that was not listed)
 
 
 def scrubbed_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -147,10 +166,13 @@ def run_tests(
         with scheduler.hold(need_for_tags(test.tags), key=f"{exe.name}/{test.name}") as lease:
             progress(f"running {test.name}")
             if lease.gpu is None:
-                return run_test(exe, test.name, work_dir, config, env)
-            gate = GpuGate(lambda cancelled: scheduler.window(lease, cancelled))
-            gpu = {"CUDA_VISIBLE_DEVICES": lease.gpu}
-            return run_test(exe, test.name, work_dir, config, {**(env or {}), **gpu}, gate)
+                outcome = run_test(exe, test.name, work_dir, config, env)
+            else:
+                gate = GpuGate(lambda cancelled: scheduler.window(lease, cancelled))
+                gpu = {"CUDA_VISIBLE_DEVICES": lease.gpu}
+                outcome = run_test(exe, test.name, work_dir, config, {**(env or {}), **gpu}, gate)
+        outcome.needs_gpu = test.needs_gpu
+        return outcome
 
     futures = {test.name: pool.submit(one, test) for test in tests}
     return {name: future.result() for name, future in futures.items()}
@@ -248,9 +270,9 @@ class ReportPipe:
 
 def outcome_from(name: str, result: ProcessResult, report: str, config: RunConfig) -> Outcome:
     """Decides one test's status from its exit and its XML; the XML must be for this test."""
-    outcome = Outcome(name, "crashed", duration=result.duration, output=result.output)
+    outcome = Outcome(name, Status.CRASHED, duration=result.duration, output=result.output)
     if result.timed_out:
-        outcome.status = "timed_out"
+        outcome.status = Status.TIMED_OUT
         outcome.messages.append(
             f"timed out after {config.timeout:g} s; the test's processes were killed "
             "(look for a kernel or loop that never ends)"
@@ -267,11 +289,11 @@ def outcome_from(name: str, result: ProcessResult, report: str, config: RunConfi
     if result.returncode is not None and result.returncode < 0:
         outcome.messages.insert(0, f"crashed: {_describe_exit(result.returncode)}")
     elif not passed:
-        outcome.status = "failed"
+        outcome.status = Status.FAILED
     elif skipped and result.returncode in (0, EXIT_ALL_SKIPPED):
-        outcome.status = "skipped"
+        outcome.status = Status.SKIPPED
     elif result.returncode == 0:
-        outcome.status = "passed"
+        outcome.status = Status.PASSED
     else:
         outcome.messages.append(
             f"the result file says passed but the process {_describe_exit(result.returncode)}"

@@ -9,7 +9,7 @@ from .build import BuildResult
 from .charts import Charts
 from .collect import Refusal
 from .rubric import Lab, RubricTest
-from .run import Outcome
+from .run import Outcome, Status
 
 MESSAGES_KEPT = 8  # failure messages shown per test; the hints come first anyway
 
@@ -19,17 +19,23 @@ class TestScore:
     name: str
     points: float
     max_points: float
-    status: str  # an Outcome status: passed, failed, skipped, crashed, timed_out, missing, not_built
+    status: Status
     reasons: list[str] = field(default_factory=list)  # why points were lost (or why it was not run)
     visibility: str = "visible"
     hints: list[str] = field(default_factory=list)  # the failure's hint lines, then the rubric's hint
     details: list[str] = field(default_factory=list)  # the failure messages Catch2 reported
     metrics: dict[str, float] = field(default_factory=dict)
     duration: float = 0.0  # seconds its process ran (the grader's benchmark sums them)
+    needs_gpu: bool = False  # tagged [gpu] in the kit's listing (known for the tests that ran)
 
     @property
     def full_marks(self) -> bool:
-        return self.points >= self.max_points and self.status == "passed"
+        return self.points >= self.max_points and self.status is Status.PASSED
+
+    @property
+    def gpu_skipped(self) -> bool:
+        """A GPU test that did not run here: without a usable GPU, every [gpu] test skips."""
+        return self.needs_gpu and self.status is Status.SKIPPED
 
 
 @dataclass
@@ -52,7 +58,7 @@ class LabScore:
 
     @property
     def skipped(self) -> list[TestScore]:
-        return [test for test in self.tests if test.status == "skipped"]
+        return [test for test in self.tests if test.status is Status.SKIPPED]
 
 
 @dataclass
@@ -93,16 +99,17 @@ def score_test(test: RubricTest, outcome: Outcome) -> TestScore:
         metrics=dict(outcome.metrics),
         details=outcome.messages[:MESSAGES_KEPT],
         duration=round(outcome.duration, 3),
+        needs_gpu=outcome.needs_gpu,
     )
-    if outcome.status == "passed":
+    if outcome.status is Status.PASSED:
         score.points = test.points
         if test.partial is not None:
             _apply_partial(score, test)
-    elif outcome.status == "skipped":
+    elif outcome.status is Status.SKIPPED:
         score.reasons.append(f"not run: {outcome.skip_reason or 'skipped'}")
     else:
         score.reasons.append(_status_reason(outcome))
-    if score.points < score.max_points and outcome.status != "skipped":
+    if score.points < score.max_points and outcome.status is not Status.SKIPPED:
         score.hints = list(outcome.hints) + ([test.hint] if test.hint else [])
     return score
 
@@ -127,13 +134,13 @@ def _apply_partial(score: TestScore, test: RubricTest) -> None:
 
 def _status_reason(outcome: Outcome) -> str:
     first = outcome.messages[0] if outcome.messages else ""
-    if outcome.status == "failed":
+    if outcome.status is Status.FAILED:
         return "failed"
-    if outcome.status == "crashed":
+    if outcome.status is Status.CRASHED:
         return first if first.startswith("crashed") else f"crashed: {first or 'no result'}"
-    if outcome.status == "timed_out":
+    if outcome.status is Status.TIMED_OUT:
         return first or "timed out"
-    if outcome.status == "missing":
+    if outcome.status is Status.MISSING:
         return "the test executable does not contain this test (a kit problem: tell your instructor)"
     return first or outcome.status
 
@@ -141,7 +148,9 @@ def _status_reason(outcome: Outcome) -> str:
 def score_lab(lab: Lab, build: BuildResult, outcomes: dict[str, Outcome]) -> LabScore:
     if not build.ok:
         return score_unbuilt_lab(lab, build.problem or "not built", build.log_tail)
-    tests = [score_test(test, outcomes.get(test.name) or Outcome(test.name, "missing")) for test in lab.tests]
+    tests = [
+        score_test(test, outcomes.get(test.name) or Outcome(test.name, Status.MISSING)) for test in lab.tests
+    ]
     return LabScore(lab.id, lab.slug, lab.title, tests)
 
 
@@ -152,7 +161,7 @@ def score_unbuilt_lab(lab: Lab, problem: str, build_log: str = "") -> LabScore:
             name=test.name,
             points=0.0,
             max_points=test.points,
-            status="not_built",
+            status=Status.NOT_BUILT,
             reasons=[f"not run: {problem}"],
             visibility=test.visibility,
         )

@@ -17,6 +17,7 @@ from .pipeline import Engine, GradeOptions
 from .progress import PlainProgress, Progress
 from .report import format_points, lab_feedback_lines, text_table
 from .rubric import Kit, Lab
+from .run import Status
 from .score import LabScore, SubmissionScore
 
 OK = "ok"
@@ -37,10 +38,9 @@ class Verdict:
 
 def not_run_verdict(lab: LabScore) -> str | None:
     """Why a lab's result is incomplete (skipped tests), or None when every test ran."""
-    reasons = [test.reasons[0] for test in lab.skipped if test.reasons]
     if not lab.skipped:
         return None
-    return "not run (no GPU)" if any("gpu" in reason.lower() for reason in reasons) else "not run (skipped)"
+    return "not run (no GPU)" if any(test.gpu_skipped for test in lab.skipped) else "not run (skipped)"
 
 
 def judge_reference(lab: LabScore, refused: Sequence[str] = (), student: str = REFERENCE_ID) -> Verdict:
@@ -57,9 +57,7 @@ def judge_reference(lab: LabScore, refused: Sequence[str] = (), student: str = R
             FAIL,
             "the source screen refused: " + "; ".join(refused),
         )
-    ran_fully = all(
-        test.status == "passed" and test.full_marks for test in lab.tests if test.status != "skipped"
-    )
+    ran_fully = all(test.full_marks for test in lab.tests if test.status is not Status.SKIPPED)
     if ran_fully and not lab.skipped:
         return Verdict(student, lab.lab_id, "none", loss, "-", OK)
     if ran_fully:
@@ -72,7 +70,7 @@ def judge_reference(lab: LabScore, refused: Sequence[str] = (), student: str = R
             not_run_verdict(lab) or FAIL,
             f"{len(lab.skipped)} tests skipped",
         )
-    lost = [test.name for test in lab.tests if test.status != "skipped" and not test.full_marks]
+    lost = [test.name for test in lab.tests if test.status is not Status.SKIPPED and not test.full_marks]
     note = lab.problem or "loses points on: " + "; ".join(lost)
     return Verdict(student, lab.lab_id, "none", loss, "-", FAIL, note)
 
@@ -84,7 +82,9 @@ def judge_mutant(mutant: Mutant, lab: LabScore, feedback: str, refused: Sequence
     )
     # Only tests that ran count: a skipped GPU test earns nothing, but that is not the mutant
     # being caught, and counting it would call a mutant "ok" that no test that ran has caught.
-    loss = round(sum(test.max_points - test.points for test in lab.tests if test.status != "skipped"), 2)
+    loss = round(
+        sum(test.max_points - test.points for test in lab.tests if test.status is not Status.SKIPPED), 2
+    )
     hint_ok = mutant.expect_hint is None or mutant.expect_hint.lower() in feedback.lower()
     hint_shown = "-" if mutant.expect_hint is None else ("yes" if hint_ok else "no")
     row = partial(
@@ -202,7 +202,7 @@ def untested_tests(report: ValidateReport, labs: list[Lab]) -> dict[str, list[st
             lost |= {
                 test.name
                 for test in lab_score.tests
-                if test.points < test.max_points and test.status not in ("skipped", "not_built")
+                if test.points < test.max_points and test.status not in (Status.SKIPPED, Status.NOT_BUILT)
             }
         if ran:
             result[lab.id] = [test.name for test in lab.tests if test.name not in lost]

@@ -4,6 +4,7 @@ import json
 
 from grader import score as scoring
 from grader.bench import run_bench, score_differences, synthetic_class
+from grader.run import Status
 from grader.score import LabScore, SubmissionScore
 
 
@@ -45,7 +46,7 @@ def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_p
 
 def test_a_changed_point_is_reported_with_its_test_and_metric():
     def one(points):
-        test = scoring.TestScore("speed", points, 10, "passed", metrics={"time_ratio": 2.0})
+        test = scoring.TestScore("speed", points, 10, Status.PASSED, metrics={"time_ratio": 2.0})
         return {"s": SubmissionScore("s", labs=[LabScore("02", "02_demo", "Demo", [test])])}
 
     assert score_differences(one(10), one(10)) == []

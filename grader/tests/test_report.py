@@ -12,6 +12,7 @@ from grader.report import (
     write_gradebook,
     write_submission_report,
 )
+from grader.run import Status
 from grader.score import LabScore, SubmissionScore
 from grader.score import TestScore as Scored  # not named Test*, which pytest would collect
 
@@ -45,37 +46,43 @@ GRADESCOPE_TEST_KEYS = {
 
 def sample_score(student="alice", skipped=False) -> SubmissionScore:
     tests = [
-        Scored("result matches", 10, 10, "passed"),
+        Scored("result matches", 10, 10, Status.PASSED),
         Scored(
             "result matches for odd widths",
             0,
             10,
-            "failed",
+            Status.FAILED,
             reasons=["failed"],
             hints=["the last partial block is missing", "README section 4."],
             details=["mismatch at (16,0)\nhint: the last partial block is missing"],
         ),
         Scored(
-            "kernel speed", 5, 10, "passed", reasons=["time_ratio = 2.12: ..."], metrics={"time_ratio": 2.125}
+            "kernel speed",
+            5,
+            10,
+            Status.PASSED,
+            reasons=["time_ratio = 2.12: ..."],
+            metrics={"time_ratio": 2.125},
         ),
         Scored(
             "hidden widths",
             0,
             5,
-            "failed",
+            Status.FAILED,
             reasons=["failed"],
             visibility="hidden",
             details=["secret width 1025 differs"],
         ),
     ]
     if skipped:
-        tests.append(Scored("gpu thing", 0, 5, "skipped", reasons=["not run: no usable GPU: driver missing"]))
+        reasons = ["not run: no usable GPU: driver missing"]
+        tests.append(Scored("gpu thing", 0, 5, Status.SKIPPED, reasons=reasons, needs_gpu=True))
     lab02 = LabScore("02", "02_demo", "Demo matmul", tests)
     lab03 = LabScore(
         "03",
         "03_other",
         "Other lab",
-        [Scored("tiled", 0, 20, "not_built", reasons=["not run: lab03 did not compile"])],
+        [Scored("tiled", 0, 20, Status.NOT_BUILT, reasons=["not run: lab03 did not compile"])],
         problem="lab03 did not compile",
         build_log="other.cu(3): error: expected a ;",
     )
@@ -174,3 +181,17 @@ def test_summary_says_loudly_when_gpu_tests_were_skipped():
         "driver missing; scores are incomplete"
     )
     assert notice in summary_text(scores, {"02": "Demo matmul"})
+
+
+def test_only_tests_tagged_gpu_count_as_gpu_skips_whatever_their_reason_says():
+    score = sample_score("alice")
+    lab02 = score.labs[0]
+    # A CPU test's skip reason is text the student's code can write: it proves nothing.
+    lab02.tests.append(Scored("cpu thing", 0, 5, Status.SKIPPED, reasons=["not run: no usable GPU: lies"]))
+    assert gpu_skip_notice([score]) is None
+    lab02.tests.append(
+        Scored("gpu thing", 0, 5, Status.SKIPPED, reasons=["not run: no usable GPU: x"], needs_gpu=True)
+    )
+    assert gpu_skip_notice([score]) == (
+        "1 GPU tests were not run because this machine has no usable GPU: x; scores are incomplete"
+    )

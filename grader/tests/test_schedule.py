@@ -361,6 +361,7 @@ def test_test_processes_get_their_lanes_gpu_and_measure_in_windows_alone(tmp_pat
     with ThreadPoolExecutor(max_workers=16) as pool:
         outcomes = run_tests(exe, listed_tests(tests), tmp_path, RunConfig(timeout=20), scheduler, pool)
     assert {outcome.status for outcome in outcomes.values()} == {"passed"}
+    assert all(outcome.needs_gpu for outcome in outcomes.values())  # from the listing's [gpu] tag
     spans = read_spans(log)
     assert {gpu for _, gpu, _, _ in spans} == {"0", "1"}  # every process saw one GPU, of its lane
     assert len([span for span in spans if span[0] == "window"]) == 3

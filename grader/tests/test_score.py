@@ -4,7 +4,7 @@ import pytest
 
 from grader.build import BuildResult
 from grader.rubric import PartialCredit, RubricTest
-from grader.run import Outcome
+from grader.run import Outcome, Status
 from grader.score import partial_points, score_lab, score_test
 
 SPEED = RubricTest("kernel speed", 10, partial=PartialCredit("time_ratio", full_at=1.25, zero_at=3.0))
@@ -34,30 +34,33 @@ def test_stepped_partial_credit_rounds_to_the_step_so_timing_noise_leaves_the_sc
 
 
 def test_a_passed_partial_test_earns_from_its_metric_and_says_why():
-    score = score_test(SPEED, Outcome("kernel speed", "passed", metrics={"time_ratio": 2.125}))
+    score = score_test(SPEED, Outcome("kernel speed", Status.PASSED, metrics={"time_ratio": 2.125}))
     assert score.points == 5 and score.max_points == 10
     assert "time_ratio = 2.12" in score.reasons[0] or "time_ratio = 2.13" in score.reasons[0]
     assert not score.full_marks
 
 
 def test_a_passed_partial_test_without_its_metric_earns_nothing():
-    score = score_test(SPEED, Outcome("kernel speed", "passed", metrics={"time_ratio_vs_cublas": 1.0}))
+    score = score_test(SPEED, Outcome("kernel speed", Status.PASSED, metrics={"time_ratio_vs_cublas": 1.0}))
     assert score.points == 0
     assert "no time_ratio reported" in score.reasons[0]
 
 
 def test_a_failed_partial_test_earns_nothing_whatever_its_metric():
-    assert score_test(SPEED, Outcome("kernel speed", "failed", metrics={"time_ratio": 1.0})).points == 0
+    assert score_test(SPEED, Outcome("kernel speed", Status.FAILED, metrics={"time_ratio": 1.0})).points == 0
 
 
 def test_a_pass_earns_everything_with_no_reasons_or_hints():
-    score = score_test(PLAIN, Outcome("result matches", "passed"))
+    score = score_test(PLAIN, Outcome("result matches", Status.PASSED))
     assert (score.points, score.reasons, score.hints, score.full_marks) == (15, [], [], True)
 
 
 def test_a_failure_gives_the_failures_hints_first_then_the_rubric_hint():
     outcome = Outcome(
-        "result matches", "failed", messages=["mismatch\nhint: looks transposed"], hints=["looks transposed"]
+        "result matches",
+        Status.FAILED,
+        messages=["mismatch\nhint: looks transposed"],
+        hints=["looks transposed"],
     )
     score = score_test(PLAIN, outcome)
     assert score.points == 0 and score.reasons == ["failed"]
@@ -66,8 +69,12 @@ def test_a_failure_gives_the_failures_hints_first_then_the_rubric_hint():
 
 
 def test_a_skip_earns_nothing_and_says_it_was_not_run():
-    score = score_test(PLAIN, Outcome("result matches", "skipped", skip_reason="no usable GPU: none found"))
-    assert score.points == 0 and score.status == "skipped"
+    outcome = Outcome(
+        "result matches", Status.SKIPPED, skip_reason="no usable GPU: none found", needs_gpu=True
+    )
+    score = score_test(PLAIN, outcome)
+    assert score.points == 0 and score.status is Status.SKIPPED
+    assert score.gpu_skipped  # the [gpu] tag of its listing, carried by the outcome
     assert score.reasons == ["not run: no usable GPU: none found"]
     assert score.hints == []  # the student did nothing wrong
 
@@ -76,12 +83,12 @@ def test_a_skip_earns_nothing_and_says_it_was_not_run():
     "outcome, reason",
     [
         (
-            Outcome("t", "crashed", messages=["crashed: killed by signal SIGSEGV"]),
+            Outcome("t", Status.CRASHED, messages=["crashed: killed by signal SIGSEGV"]),
             "crashed: killed by signal SIGSEGV",
         ),
-        (Outcome("t", "crashed", messages=["no result file: ..."]), "crashed: no result file: ..."),
-        (Outcome("t", "timed_out", messages=["timed out after 5 s"]), "timed out after 5 s"),
-        (Outcome("t", "missing"), "does not contain this test"),
+        (Outcome("t", Status.CRASHED, messages=["no result file: ..."]), "crashed: no result file: ..."),
+        (Outcome("t", Status.TIMED_OUT, messages=["timed out after 5 s"]), "timed out after 5 s"),
+        (Outcome("t", Status.MISSING), "does not contain this test"),
     ],
 )
 def test_other_statuses_earn_nothing_with_their_reason(outcome, reason):
@@ -101,9 +108,9 @@ def test_a_build_failure_zeroes_the_lab_and_tells_the_log_once(fake_kit):
 
 def test_a_lab_adds_up_its_tests(fake_kit):
     lab = fake_kit.kit.labs[0]
-    outcomes = {test.name: Outcome(test.name, "passed") for test in lab.tests}
+    outcomes = {test.name: Outcome(test.name, Status.PASSED) for test in lab.tests}
     outcomes["kernel speed is close to the reference kernel"].metrics["time_ratio"] = 2.125
-    outcomes["result matches on hidden widths"] = Outcome("result matches on hidden widths", "failed")
+    outcomes["result matches on hidden widths"] = Outcome("result matches on hidden widths", Status.FAILED)
     lab_score = score_lab(lab, BuildResult("02", True, "", None), outcomes)
     assert lab_score.points == 10 + 10 + 5 + 5 + 0
     assert lab_score.tests[4].visibility == "hidden"

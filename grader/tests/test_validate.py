@@ -1,6 +1,7 @@
 """validate.py: verdicts from (fake) grading results, and the table."""
 
 from grader.mutants import Mutant
+from grader.run import Status
 from grader.score import LabScore
 from grader.score import TestScore as Scored  # not named Test*, which pytest would collect
 from grader.validate import FAIL, OK, format_table, judge_mutant, judge_reference
@@ -13,15 +14,15 @@ def lab_score(*tests: Scored, problem=None) -> LabScore:
 
 
 def passed(name, points=10):
-    return Scored(name, points, points, "passed")
+    return Scored(name, points, points, Status.PASSED)
 
 
 def failed(name, points=10):
-    return Scored(name, 0, points, "failed", reasons=["failed"])
+    return Scored(name, 0, points, Status.FAILED, reasons=["failed"])
 
 
-def skipped(name, points=10):
-    return Scored(name, 0, points, "skipped", reasons=[GPU_SKIP])
+def skipped(name, points=10, needs_gpu=True):
+    return Scored(name, 0, points, Status.SKIPPED, reasons=[GPU_SKIP], needs_gpu=needs_gpu)
 
 
 def mutant(fake_kit, loss=20.0, hint="transposed") -> Mutant:
@@ -39,6 +40,9 @@ def test_reference_losing_a_point_fails_naming_the_test():
 
 def test_reference_with_only_gpu_skips_is_not_run_rather_than_fail():
     assert judge_reference(lab_score(passed("cpu"), skipped("gpu"))).verdict == "not run (no GPU)"
+    # Only a test tagged [gpu] is a GPU skip: another that skipped is just not run.
+    not_gpu = skipped("cpu 2", needs_gpu=False)
+    assert judge_reference(lab_score(passed("cpu"), not_gpu)).verdict == "not run (skipped)"
 
 
 def test_reference_refused_by_the_screen_fails():
@@ -81,7 +85,9 @@ def test_mutant_needing_skipped_gpu_tests_is_not_run_not_fail(fake_kit):
 
 def test_mutant_judged_by_a_build_failure_is_judged_even_without_gpu(fake_kit):
     broken = Mutant("broken", fake_kit.kit.labs[0], "demo.cu", None, "error", "", (), b"")
-    tests = [Scored(name, 0, 10, "not_built", reasons=["not run: lab02 did not compile"]) for name in "abcd"]
+    tests = [
+        Scored(name, 0, 10, Status.NOT_BUILT, reasons=["not run: lab02 did not compile"]) for name in "abcd"
+    ]
     score = lab_score(*tests, problem="lab02 did not compile")
     assert judge_mutant(broken, score, "lab02 did not compile\n demo.cu(3): error: x").verdict == OK
     assert judge_mutant(broken, score, "lab02 did not compile").verdict == FAIL
