@@ -16,13 +16,11 @@ from .errors import GraderError
 from .handout import generate, make_student_kit
 from .pipeline import GradeOptions, check_lab, grade_class, grade_sample_class
 from .progress import make_progress
-from .report import gpu_skip_notice, lab_feedback_lines
+from .report import LOUD, check_lines, gpu_skip_notice, lab_feedback_lines
 from .rubric import Kit, find_kit_root, load_kit
 from .run import RunConfig
 from .sandbox import detect
 from .validate import format_table, run_validate, untested_tests
-
-LOUD = "!" * 78
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -263,22 +261,8 @@ def run_check(kit: Kit, args: argparse.Namespace) -> int:
     build_dir = build_dir if build_dir.is_absolute() else kit.root / build_dir
     gpus = [gpu.strip() for gpu in args.gpus.split(",") if gpu.strip()] if args.gpus else None
     result = check_lab(kit, lab, build_dir, build, run, slots=(args.jobs, gpus, args.gpu_slots))
-    print("\n".join(result.lines))
-    notice = _skip_notice_from_lines(result.lines)
-    if notice:
-        print(f"\n{LOUD}\n{notice}\n{LOUD}")
+    print("\n".join(check_lines(result)))
     return 0 if result.earned_all else 1
-
-
-def _skip_notice_from_lines(lines: list[str]) -> str | None:
-    skipped = [
-        line.strip().removeprefix("not run: ") for line in lines if line.strip().startswith("not run:")
-    ]
-    gpu = [reason for reason in skipped if "gpu" in reason.lower()]
-    if not gpu:
-        return None
-    reason = gpu[0].removeprefix("no usable GPU:").strip()
-    return f"{len(gpu)} GPU tests were not run because this machine has no usable GPU: {reason}"
 
 
 def run_grade(kit: Kit, args: argparse.Namespace) -> int:

@@ -32,17 +32,16 @@ from .progress import PlainProgress, Progress, QuietProgress
 from .report import (
     finished_score,
     format_points,
-    status_line,
     summary_text,
     write_atomically,
     write_gradebook,
     write_submission_report,
 )
 from .rubric import Kit, Lab, check_rubric_against_listing
-from .run import RunConfig, Status, list_tests, run_tests
+from .run import RunConfig, list_tests, run_tests
 from .sandbox import Sandbox, detect
 from .schedule import Scheduler, visible_gpus
-from .score import LabScore, SubmissionScore, TestScore, score_lab, score_test, score_unbuilt_lab
+from .score import CheckResult, LabScore, SubmissionScore, score_lab, score_test, score_unbuilt_lab
 from .stage import make_work_dir, stage_submission
 
 MANIFEST = "grading.json"  # what an --out folder was graded with, checked on resume
@@ -370,12 +369,6 @@ def grade_sample_class(
 # The student's own check
 
 
-@dataclass
-class CheckResult:
-    lines: list[str]
-    earned_all: bool
-
-
 def check_lab(
     kit: Kit,
     lab: Lab,
@@ -385,16 +378,12 @@ def check_lab(
     log: Callable[[str], None] = print,
     slots: tuple[int, list[str] | None, int] = (os.cpu_count() or 2, None, GradeOptions.gpu_slots),
 ) -> CheckResult:
-    """Builds the student's kit in place and runs the lab's visible tests, gradelib style."""
+    """Builds the student's kit in place and runs the lab's visible tests; report.check_lines
+    shows the result, gradelib style."""
     log(f"building {lab.executable} in {build_dir} (your kernels: -DKIT_KERNELS={build.kernels}) ...")
     result = build_labs(kit.root, build_dir, [lab], build, lambda message: None)[lab.id]
     if not result.ok or result.exe_path is None:
-        problem = [
-            f"{lab.tag}: {result.problem}",
-            result.log_tail,
-            "Score: 0/" + format_points(_visible_max(lab)),
-        ]
-        return CheckResult(problem, earned_all=False)
+        return CheckResult(lab, problem=result.problem or "not built", build_log=result.log_tail)
     run_dir = Path(tempfile.mkdtemp(prefix="check-", dir=build_dir))
     cpu_slots, gpus, gpu_slots = slots  # as --jobs, --gpus and --gpu-slots say
     scheduler = Scheduler(cpu_slots, visible_gpus() if gpus is None else gpus, gpu_slots)
@@ -409,49 +398,8 @@ def check_lab(
             )
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
-    lines: list[str] = []
-    earned = 0.0
-    width = max((len(test.name) for test in visible), default=0)
-    for test in visible:
-        scored = score_test(test, outcomes[test.name])
-        earned += scored.points
-        lines += _check_lines(test.partial.metric if test.partial else None, scored, width)
+    checked = CheckResult(lab, [score_test(test, outcomes[test.name]) for test in visible])
     if lab.charts is not None:
-        charts_dir = build_dir / "plots" / lab.tag
-        drawn = draw_charts(lab, kit.root, build_dir, charts_dir, build)
-        lines.append(
-            drawn.note or f"charts of your code: {', '.join(str(charts_dir / name) for name in drawn.files)}"
-        )
-    total = _visible_max(lab)
-    lines.append(f"Score: {format_points(round(earned, 2))}/{format_points(total)}")
-    hidden = sum(test.points for test in lab.tests if test.visibility != "visible")
-    if hidden:
-        lines.append(f"(the grader also runs hidden tests worth {format_points(hidden)} more points)")
-    return CheckResult(lines, earned_all=earned >= total)
-
-
-def _visible_max(lab: Lab) -> float:
-    return sum(test.points for test in lab.tests if test.visibility == "visible")
-
-
-def _check_lines(metric: str | None, scored: TestScore, width: int) -> list[str]:
-    cublas = scored.metrics.get(f"{metric}_vs_cublas") if metric else None
-    if metric and metric not in scored.metrics and cublas is not None and scored.status is Status.PASSED:
-        # A student kit has no reference kernel to time against: say so instead of a bare 0.
-        return [
-            f"PERF  {scored.name:<{width}}  (0/{format_points(scored.max_points)} here)",
-            f"      {metric}_vs_cublas = {cublas:.3g}: your kernel's time over cuBLAS's on this GPU.",
-            f"      Grading compares against the reference kernel ({metric}), so these points are",
-            "      awarded only by the grader, not by check.",
-        ]
-    lines = [status_line(scored, width)]
-    lines += [f"      {reason}" for reason in scored.reasons]
-    lines += [f"      hint: {hint}" for hint in scored.hints]
-    if scored.status in (Status.FAILED, Status.CRASHED):
-        lines += [
-            f"      {line}"
-            for detail in scored.details[:4]
-            for line in detail.splitlines()[:6]
-            if not line.lower().startswith("hint:")
-        ]
-    return lines
+        checked.charts_dir = build_dir / "plots" / lab.tag
+        checked.charts = draw_charts(lab, kit.root, build_dir, checked.charts_dir, build)
+    return checked

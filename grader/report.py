@@ -16,11 +16,12 @@ from pathlib import Path
 from .charts import Charts
 from .collect import Refusal
 from .run import Status
-from .score import LabScore, SubmissionScore, TestScore, lab_statistics
+from .score import CheckResult, LabScore, SubmissionScore, TestScore, lab_statistics
 
 SCORE_FILE = "score.json"  # the grader's own record of a finished submission, read on resume
 
 DETAILS_SHOWN_LINES = 12
+LOUD = "!" * 78  # the rule above and below what must not be missed
 
 
 def format_points(value: float) -> str:
@@ -258,7 +259,7 @@ def summary_text(scores: list[SubmissionScore], lab_titles: dict[str, str]) -> s
     lines = [f"Class summary: {len(scores)} submissions"]
     notice = gpu_skip_notice(scores)
     if notice:
-        lines += ["", "!" * 78, notice, "!" * 78]
+        lines += ["", LOUD, notice, LOUD]
     for lab_id, title in lab_titles.items():
         lines += [""] + _lab_summary(lab_id, title, scores)
     totals = [score.points for score in scores]
@@ -300,4 +301,59 @@ def _lab_summary(lab_id: str, title: str, scores: list[SubmissionScore]) -> list
     unbuilt = [(student, lab.problem) for student, lab in labs if lab.problem]
     if unbuilt:
         lines.append("  not built: " + ", ".join(f"{student} ({problem})" for student, problem in unbuilt))
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# A student's own check
+
+
+def check_lines(result: CheckResult) -> list[str]:
+    """make check's report: each visible test gradelib style, the charts, the score, and the
+    loud line when GPU tests could not run."""
+    lab = result.lab
+    if result.problem is not None:
+        return [
+            f"{lab.tag}: {result.problem}",
+            result.build_log,
+            f"Score: 0/{format_points(result.max_points)}",
+        ]
+    lines: list[str] = []
+    width = max((len(test.name) for test in result.tests), default=0)
+    for test in result.tests:
+        rubric = lab.test(test.name)
+        lines += _check_test_lines(rubric.partial.metric if rubric and rubric.partial else None, test, width)
+    if result.charts is not None and result.charts_dir is not None:
+        drawn = ", ".join(str(result.charts_dir / name) for name in result.charts.files)
+        lines.append(result.charts.note or f"charts of your code: {drawn}")
+    lines.append(f"Score: {format_points(round(result.points, 2))}/{format_points(result.max_points)}")
+    hidden = sum(test.points for test in lab.tests if test.visibility != "visible")
+    if hidden:
+        lines.append(f"(the grader also runs hidden tests worth {format_points(hidden)} more points)")
+    notice = gpu_skip_line(result.tests)
+    if notice:
+        lines += ["", LOUD, notice, LOUD]
+    return lines
+
+
+def _check_test_lines(metric: str | None, scored: TestScore, width: int) -> list[str]:
+    cublas = scored.metrics.get(f"{metric}_vs_cublas") if metric else None
+    if metric and metric not in scored.metrics and cublas is not None and scored.status is Status.PASSED:
+        # A student kit has no reference kernel to time against: say so instead of a bare 0.
+        return [
+            f"PERF  {scored.name:<{width}}  (0/{format_points(scored.max_points)} here)",
+            f"      {metric}_vs_cublas = {cublas:.3g}: your kernel's time over cuBLAS's on this GPU.",
+            f"      Grading compares against the reference kernel ({metric}), so these points are",
+            "      awarded only by the grader, not by check.",
+        ]
+    lines = [status_line(scored, width)]
+    lines += [f"      {reason}" for reason in scored.reasons]
+    lines += [f"      hint: {hint}" for hint in scored.hints]
+    if scored.status in (Status.FAILED, Status.CRASHED):
+        lines += [
+            f"      {line}"
+            for detail in scored.details[:4]
+            for line in detail.splitlines()[:6]
+            if not line.lower().startswith("hint:")
+        ]
     return lines

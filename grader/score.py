@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .build import BuildResult
 from .charts import Charts
@@ -79,6 +80,30 @@ class SubmissionScore:
 
     def lab(self, lab_id: str) -> LabScore | None:
         return next((lab for lab in self.labs if lab.lab_id == lab_id), None)
+
+
+@dataclass
+class CheckResult:
+    """make check's result: the lab's visible tests, scored, or why the lab did not build."""
+
+    lab: Lab
+    tests: list[TestScore] = field(default_factory=list)  # the visible tests, in the rubric's order
+    problem: str | None = None  # the lab did not build: no test ran
+    build_log: str = ""
+    charts: Charts | None = None  # the lab's charts of the student's code, drawn in charts_dir
+    charts_dir: Path | None = None
+
+    @property
+    def max_points(self) -> float:
+        return sum(test.points for test in self.lab.tests if test.visibility == "visible")
+
+    @property
+    def points(self) -> float:
+        return sum(test.points for test in self.tests)
+
+    @property
+    def earned_all(self) -> bool:
+        return self.problem is None and self.points >= self.max_points
 
 
 def partial_points(points: float, test: RubricTest, value: float) -> float:

@@ -5,6 +5,7 @@ import io
 import json
 import re
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from grader.errors import GraderError
 from grader.mutants import sample_students
 from grader.pipeline import check_lab, grade_class, grade_submission
 from grader.progress import PlainProgress, QuietProgress
+from grader.report import LOUD, check_lines
+from grader.score import CheckResult
 from grader.validate import run_validate, untested_tests
 
 GOOD_02 = b'#include "demo.h"\nint demo_host(int width) { return width; }\n'
@@ -190,12 +193,30 @@ def test_validate_fails_a_mutant_that_loses_too_little(fake_kit):
     assert [(v.student, v.verdict) for v in report.failed] == [("transposed", "FAIL")]
 
 
-def test_validate_without_a_gpu_says_not_run_instead_of_fail(fake_kit):
+NO_GPU = "skip:no usable GPU: no CUDA-capable device is detected"
+
+
+def lab02_tests_behave(fake_kit, behaviour: str, chosen: Callable[[dict], bool]) -> None:
+    """The fake lab 02 tests that `chosen` picks behave as `behaviour` says (fakes/fake_catch2.py)."""
     spec = json.loads((fake_kit.root / "fake_kit.json").read_text())
     for test in spec["lab02_tests"]["tests"]:
-        if "[gpu]" in test["tags"]:
-            test["behaviour"] = "skip:no usable GPU: no CUDA-capable device is detected"
+        if chosen(test):
+            test["behaviour"] = behaviour
     (fake_kit.root / "fake_kit.json").write_text(json.dumps(spec))
+
+
+def check_lab02(fake_kit, source: bytes) -> CheckResult:
+    """make check of lab 02, with `source` as the student's demo.cu."""
+    (fake_kit.root / "labs/02_demo/demo.cu").write_bytes(source)
+    options = fake_kit.options()
+    build_dir = fake_kit.root / "build/student"
+    return check_lab(
+        fake_kit.kit, fake_kit.kit.labs[0], build_dir, options.build, options.run, lambda line: None
+    )
+
+
+def test_validate_without_a_gpu_says_not_run_instead_of_fail(fake_kit):
+    lab02_tests_behave(fake_kit, NO_GPU, lambda test: "[gpu]" in test["tags"])
     # A skip overrides the mutant's own FAKE-OUTCOME lines only where the real test would skip.
     mutants = fake_kit.root / "solutions/02_demo/mutants.toml"
     mutants.write_text(mutants.read_text().replace("// FAKE-OUTCOME:", "// (on a GPU it fails)"))
@@ -205,22 +226,9 @@ def test_validate_without_a_gpu_says_not_run_instead_of_fail(fake_kit):
 
 
 def test_check_runs_only_visible_tests_and_explains_performance(fake_kit, tmp_path):
-    spec = json.loads((fake_kit.root / "fake_kit.json").read_text())
-    for test in spec["lab02_tests"]["tests"]:
-        if "speed" in test["name"]:
-            test["behaviour"] = "metric:time_ratio_vs_cublas=1.8"
-    (fake_kit.root / "fake_kit.json").write_text(json.dumps(spec))
-    (fake_kit.root / "labs/02_demo/demo.cu").write_bytes(TRANSPOSED)
-    options = fake_kit.options()
-    result = check_lab(
-        fake_kit.kit,
-        fake_kit.kit.labs[0],
-        fake_kit.root / "build/student",
-        options.build,
-        options.run,
-        lambda line: None,
-    )
-    text = "\n".join(result.lines)
+    lab02_tests_behave(fake_kit, "metric:time_ratio_vs_cublas=1.8", lambda test: "speed" in test["name"])
+    result = check_lab02(fake_kit, TRANSPOSED)
+    text = "\n".join(check_lines(result))
     assert "FAIL  result matches the host reference for small widths" in text
     assert "hint: looks transposed" in text
     assert "OK    host function rejects a width of zero" in text
@@ -229,6 +237,17 @@ def test_check_runs_only_visible_tests_and_explains_performance(fake_kit, tmp_pa
     )
     assert "result matches on hidden widths" not in text  # hidden tests are not run by check
     assert "Score: 15/35" in text and not result.earned_all
+
+
+def test_check_says_loudly_how_many_gpu_tests_could_not_run(fake_kit):
+    lab02_tests_behave(fake_kit, NO_GPU, lambda test: "[gpu]" in test["tags"])
+    result = check_lab02(fake_kit, GOOD_02)
+    lines = check_lines(result)
+    assert "Score: 5/35" in lines and not result.earned_all
+    notice = (
+        "3 GPU tests were not run because this machine has no usable GPU: no CUDA-capable device is detected"
+    )
+    assert lines[-4:] == ["", LOUD, notice, LOUD]  # the three visible [gpu] tests; the CPU one passed
 
 
 def test_cli_grade_validate_and_handout_on_the_fake_kit(fake_kit, tmp_path, monkeypatch, capsys):
