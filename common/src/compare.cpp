@@ -249,9 +249,12 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
     }
   }
   if (t.not_finite > 0) {
-    hints.push_back(
-        "some results are NaN or infinite although every input is finite: a value "
-        "was read from memory that was never initialised or lies outside an input.");
+    std::ostringstream h;
+    h << t.not_finite
+      << " result(s) are NaN or infinite although every input is finite; the kit cannot tell "
+         "which value did it. A read of memory that was never initialised or lies outside an "
+         "input, or a copy that stopped inside an element, leaves this.";
+    hints.push_back(h.str());
   }
   if (t.wrong > 0) {
     if (only_first_tile_ok(t, rows, cols, tile)) {

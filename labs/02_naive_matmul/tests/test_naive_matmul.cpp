@@ -113,7 +113,7 @@ TEST_CASE("host function frees every device buffer it allocates", "[lab02][resou
   KIT_REQUIRE_GPU();
   const int width = 1024;  // 12 MiB of device memory per call
   const kit::MatmulProblem problem = kit::make_matmul_problem(width, width, width, 5000);
-  std::vector<float> P(problem.M.size());
+  std::vector<float> P(problem.M.size(), kit::poison_value());
   const kit::ExclusiveGpu alone;  // free memory is the device's: no other process may allocate
   lab02::naive_matmul(problem.M.data(), problem.N.data(), P.data(), width, 32);  // warm-up
   {
