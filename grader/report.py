@@ -250,9 +250,13 @@ def gpu_skip_line(tests: Iterable[TestScore]) -> str | None:
     skipped = [test for test in tests if test.gpu_skipped and test.reasons]
     if not skipped:
         return None
-    # The tests' own reason usually starts with "no usable GPU:" already; say it once.
-    reason = skipped[0].reasons[0].removeprefix("not run: ").removeprefix("no usable GPU:").strip()
-    return f"{len(skipped)} GPU tests were not run because this machine has no usable GPU: {reason}"
+    # Usually the GPU is missing ("no usable GPU: ..."), but a GPU test also skips itself where
+    # a tool it needs is (compute-sanitizer): then say the reason, not "no usable GPU".
+    reason = skipped[0].reasons[0].removeprefix("not run: ")
+    if reason.startswith("no usable GPU:"):
+        cause = reason.removeprefix("no usable GPU:").strip()
+        return f"{len(skipped)} GPU tests were not run because this machine has no usable GPU: {cause}"
+    return f"{len(skipped)} GPU tests were not run on this machine, the first because: {reason}"
 
 
 def summary_text(scores: list[SubmissionScore], lab_titles: dict[str, str]) -> str:

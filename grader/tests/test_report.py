@@ -195,3 +195,20 @@ def test_only_tests_tagged_gpu_count_as_gpu_skips_whatever_their_reason_says():
     assert gpu_skip_notice([score]) == (
         "1 GPU tests were not run because this machine has no usable GPU: x; scores are incomplete"
     )
+
+
+def test_a_gpu_test_skipped_for_a_missing_tool_is_not_called_a_missing_gpu():
+    score = sample_score("alice")
+    score.labs[0].tests.append(
+        Scored(
+            "race check",
+            0,
+            5,
+            Status.SKIPPED,
+            reasons=["compute-sanitizer was found neither on PATH nor in /x"],
+            needs_gpu=True,
+        )
+    )
+    notice = gpu_skip_notice([score])
+    assert notice is not None and "no usable GPU" not in notice
+    assert "the first because: compute-sanitizer was found neither" in notice
