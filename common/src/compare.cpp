@@ -266,10 +266,20 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
           "only the last, partial tile is wrong: loads past the edge of a matrix "
           "must be guarded and fill 0, and every phase must be run.");
     } else if (long long zeros = 0; wrong_values_all_whole(got, ref, t, &zeros)) {
+      // All zeros proves nothing about integers (a loop that never ran stores 0 too); whole
+      // numbers that are not all 0 do.
+      const long long written = total - t.unwritten - t.not_finite;
       std::ostringstream h;
-      h << "every value of P is a whole number (" << zeros
-        << " of them 0), while the products of these inputs are not: the sum was converted to "
-           "an integer along the way, as when Pvalue is declared int. Accumulate in a float.";
+      if (zeros == written) {
+        h << "every element of P that was written is 0, while the products of these inputs are "
+             "not; the kit cannot tell why. A k loop that never runs does this, and so does a sum "
+             "kept in an int, which truncates each partial sum of these inputs (all smaller than "
+             "1) to 0.";
+      } else {
+        h << "every value of P is a whole number (" << zeros
+          << " of them 0), while the products of these inputs are not: the sum was converted to "
+             "an integer along the way, as when Pvalue is declared int. Accumulate in a float.";
+      }
       hints.push_back(h.str());
     } else {
       hints.push_back(describe_wrong(got, ref, t));

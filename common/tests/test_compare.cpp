@@ -149,18 +149,22 @@ TEST_CASE("comparison names a dot product that skips its first term", "[common]"
 
 TEST_CASE("comparison says when every value is a whole number", "[common]") {
   const Case c = make_case(24);
-  // An int accumulator: each partial sum truncated toward zero.
+  // Whole numbers, not all 0: the true sums rounded toward zero (sums of 24 products reach
+  // beyond 1).
   std::vector<float> got(c.right.size());
-  for (int r = 0; r < 24; ++r)
-    for (int col = 0; col < 24; ++col) {
-      int sum = 0;
-      for (int k = 0; k < 24; ++k)
-        sum = static_cast<int>(sum + c.M[r * 24 + k] * c.N[k * 24 + col]);
-      got[r * 24 + col] = static_cast<float>(sum);
-    }
+  for (std::size_t i = 0; i < got.size(); ++i) got[i] = std::trunc(c.right[i]);
   const kit::Comparison cmp = kit::compare_matrix(got, c.ref);
   CHECK_THAT(cmp.report, ContainsSubstring("every value of P is a whole number") &&
                              ContainsSubstring("declared int"));
+}
+
+TEST_CASE("comparison does not blame an int for a result that is all zero", "[common]") {
+  const Case c = make_case(24);
+  const std::vector<float> zeros(c.right.size(), 0.0f);
+  const kit::Comparison cmp = kit::compare_matrix(zeros, c.ref);
+  CHECK_THAT(cmp.report, ContainsSubstring("every element of P that was written is 0") &&
+                             ContainsSubstring("cannot tell why") &&
+                             !ContainsSubstring("whole number"));
 }
 
 TEST_CASE("comparison names a copy back of elements instead of bytes", "[common]") {
