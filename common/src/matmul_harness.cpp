@@ -38,7 +38,11 @@ std::vector<float> run_matmul(const MatmulProblem& problem, const MatmulLaunch& 
 
 Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch, int tile,
                         const MistakeCatalogue& lab_mistakes) {
-  const std::vector<float> P = run_matmul(problem, launch);
+  return compare_with_diagnoses(run_matmul(problem, launch), problem, tile, lab_mistakes);
+}
+
+Comparison compare_with_diagnoses(const std::vector<float>& P, const MatmulProblem& problem,
+                                  int tile, const MistakeCatalogue& lab_mistakes) {
   Comparison cmp = compare_matrix(P, problem.ref, Tolerance{}, tile);
   if (cmp.ok) return cmp;
   // Worth the extra host work only once we know the result is wrong.

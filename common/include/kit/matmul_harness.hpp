@@ -43,6 +43,11 @@ using MistakeCatalogue = std::function<std::vector<Alternative>(const MatmulProb
 Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch, int tile = 0,
                         const MistakeCatalogue& lab_mistakes = {});
 
+// The comparison half of check_matmul, for a P the test obtained itself (a host function's
+// result): the same diagnoses, tried only when P is wrong.
+Comparison compare_with_diagnoses(const std::vector<float>& P, const MatmulProblem& problem,
+                                  int tile = 0, const MistakeCatalogue& lab_mistakes = {});
+
 // Times two kernels on the same inputs in this process: candidate's median / baseline's.
 struct TimeRatio {
   Timing candidate;

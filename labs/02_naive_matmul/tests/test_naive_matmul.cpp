@@ -59,8 +59,7 @@ TEST_CASE("host function returns the product of its host matrices", "[lab02][cor
   std::vector<float> P(problem.ref.value.size(), kit::poison_value());
   CAPTURE(width, problem.seed);
   lab02::naive_matmul(problem.M.data(), problem.N.data(), P.data(), width, 16);
-  KIT_CHECK_MATRIX(kit::compare_matrix(
-      P, problem.ref, {}, 0, kit::matmul_term_mistakes(problem.M, problem.N, problem.ref, width)));
+  KIT_CHECK_MATRIX(kit::compare_with_diagnoses(P, problem));
 }
 
 TEST_CASE("naive kernel does not write outside the output matrix", "[lab02][safety][gpu]") {
@@ -122,9 +121,7 @@ TEST_CASE("host function frees every device buffer it allocates", "[lab02][resou
     INFO(
         "this test judges only a host function that returns the product: make the "
         "correctness tests pass first.");
-    KIT_REQUIRE_MATRIX(
-        kit::compare_matrix(P, problem.ref, {}, 0,
-                            kit::matmul_term_mistakes(problem.M, problem.N, problem.ref, width)));
+    KIT_REQUIRE_MATRIX(kit::compare_with_diagnoses(P, problem));
   }
   size_t free_before = 0, free_after = 0, total = 0;
   KIT_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
