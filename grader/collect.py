@@ -305,11 +305,17 @@ def _accept(student_id: str, entries: list[_Entry], kit: Kit) -> Submission:
     submission = Submission(student_id=student_id)
     entries = [entry for entry in entries if entry.kind != "dir" and not _is_junk(entry.path)]
     prefix = _wrapper_folder(entries)
+    placed = [(entry, *_place(entry.path.replace("\\", "/")[len(prefix) :], entry, kit)) for entry in entries]
+    # A name several labs share (answers.toml) at the top of the submission is the file of the
+    # lab that the rest of the submission belongs to: its place must not cost a lab's points.
+    evidence = {target for _, where, target in placed if where is None}
     kept: dict[tuple[str, str], list[tuple[str, bytes]]] = {}
-    for entry in entries:
+    for entry, where, target in placed:
         shown = entry.path
-        path = entry.path.replace("\\", "/")[len(prefix) :]
-        reason, target = _place(path, entry, kit)
+        if isinstance(where, _Shared):
+            reason, target = _place_shared(where, evidence)
+        else:
+            reason = where
         if reason is None:
             data = entry.read(MAX_FILE_BYTES + 1)
             reason = _content_problem(data, target, kit)
@@ -356,8 +362,47 @@ def _wrapper_folder(entries: list[_Entry]) -> str:
     return top + "/"
 
 
-def _place(path: str, entry: _Entry, kit: Kit) -> tuple[str | None, tuple[str, str]]:
-    """(reason to refuse, None) or (None, (lab slug, file name)) for one entry."""
+@dataclass(frozen=True)
+class _Shared:
+    """A file at the top of the submission whose name is a file of several labs (answers.toml):
+    _place_shared settles which lab's it is."""
+
+    name: str
+    owners: tuple[Lab, ...]
+
+
+def _place_shared(shared: _Shared, evidence: set[tuple[str, str]]) -> tuple[str | None, tuple[str, str]]:
+    """The lab of a shared name, by the labs that the submission's other files belong to (placed
+    by their names or kit paths, whatever their contents): when exactly one of its owners has
+    other files there (and, of several, one lacks this file at its kit path), it is that lab's.
+    With none or several, it is refused naming the kit paths to use, and the code of each lab
+    is graded without it."""
+    with_code = [
+        lab
+        for lab in shared.owners
+        if any(slug == lab.slug and name != shared.name for slug, name in evidence)
+    ]
+    # A lab whose own copy sits at its kit path is not the one this copy is missing from.
+    candidates = [lab for lab in with_code if (lab.slug, shared.name) not in evidence] or with_code
+    if len(candidates) == 1:
+        return None, (candidates[0].slug, shared.name)
+    among = candidates or list(shared.owners)
+    paths = " or ".join(f"labs/{lab.slug}/{shared.name}" for lab in among)
+    labs = " and ".join(lab.id for lab in among)
+    if candidates:
+        why = "the submission holds other files of each"
+    else:
+        why = "the submission holds no other file of " + ("either" if len(among) == 2 else "any of them")
+    return (
+        f"{shared.name} is a file of labs {labs}, and {why}, so the grader cannot tell which lab's "
+        f"it is; put it at its kit path ({paths}) and submit again",
+        ("", ""),
+    )
+
+
+def _place(path: str, entry: _Entry, kit: Kit) -> tuple[str | _Shared | None, tuple[str, str]]:
+    """(reason to refuse, nowhere) or (None, (lab slug, file name)) for one entry, or a _Shared
+    for a name several labs share, placed by the rest of the submission (_place_shared)."""
     nowhere = ("", "")
     if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
         return "absolute path: submit files at the top of the archive or at their kit path", nowhere
@@ -374,8 +419,7 @@ def _place(path: str, entry: _Entry, kit: Kit) -> tuple[str | None, tuple[str, s
     if len(parts) == 1 and len(owners) == 1:
         return None, (owners[0].slug, parts[0])
     if len(parts) == 1 and len(owners) > 1:
-        paths = " or ".join(f"labs/{lab.slug}/{parts[0]}" for lab in owners)
-        return f"{parts[0]} belongs to several labs; submit it at its kit path ({paths})", nowhere
+        return _Shared(parts[0], tuple(owners)), nowhere
     if len(parts) == 3 and parts[0] == "labs":
         lab = next((lab for lab in kit.labs if lab.slug == parts[1]), None)
         if lab is not None and parts[2] in lab.student_files:

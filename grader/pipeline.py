@@ -183,7 +183,10 @@ class Engine:
             # A kit problem, not the student's: graded as nothing, and reported as a grader failure.
             score.error = (score.error + "\n" if score.error else "") + f"{lab.tag}: {lab_harness.problem}"
             return score_unbuilt_lab(lab, lab_harness.problem)
-        if submission.missing_files(lab):
+        # Without a file the tests only read (answers.toml), the code is still built and graded:
+        # the tests that read it fail, saying it is missing; without code, nothing can run.
+        data = {name for _, name in lab_harness.data_files}
+        if any(name not in data for name in submission.missing_files(lab)):
             return score_unbuilt_lab(lab, _not_submitted(lab, submission))
         self.progress.stage(submission.student_id, f"building {lab.tag}")
         files = submission.files[lab.slug]

@@ -10,6 +10,7 @@ from typing import Literal
 import pytest
 
 from grader.collect import MAX_FILE_BYTES, collect_submission, find_submissions, student_id_for
+from grader.rubric import find_kit_root, load_kit
 
 GOOD = b'#include "demo.h"\nint demo_host(int width) { return width; }\n'
 OTHER = b"int other() { return 3; }\n"
@@ -239,3 +240,103 @@ def test_a_data_file_is_not_screened_as_source(fake_kit, tmp_path):
     )
     assert submission.refused == []
     assert submission.files == {"03_other": {"other.cu": OTHER, "answers.toml": answers}}
+
+
+def shared_answers_kit(fake_kit):
+    """The fake kit with an answers.toml in both labs, as labs 03 and 06 of the real kit have."""
+    for slug, code in (("02_demo", "demo.cu"), ("03_other", "other.cu")):
+        rubric = fake_kit.root / f"labs/{slug}/rubric.toml"
+        rubric.write_text(rubric.read_text().replace(f'["{code}"]', f'["{code}", "answers.toml"]'))
+    return fake_kit.reload().kit
+
+
+ANSWERS = b'naive_flop_per_byte = "0.25"\n'
+
+
+@pytest.mark.parametrize("container", ["zip", "folder", "zipped folder", "tar"])
+def test_a_flat_answers_file_goes_to_the_lab_of_the_other_files(fake_kit, tmp_path, container):
+    kit = shared_answers_kit(fake_kit)
+    files = {"other.cu": OTHER, "answers.toml": ANSWERS}
+    if container == "zip":
+        path = make_zip(tmp_path / "amy.zip", files)
+    elif container == "tar":
+        path = make_tar(tmp_path / "amy.tgz", files)
+    elif container == "folder":
+        path = make_folder(tmp_path / "amy", files)
+    else:
+        path = make_zip(tmp_path / "amy.zip", {f"my lab/{name}": data for name, data in files.items()})
+    submission = collect_submission(path, kit)
+    assert submission.refused == []
+    assert submission.files == {"03_other": {"other.cu": OTHER, "answers.toml": ANSWERS}}
+
+
+def test_a_flat_answers_file_follows_code_at_kit_paths_and_code_the_screen_refused(fake_kit, tmp_path):
+    kit = shared_answers_kit(fake_kit)
+    at_kit_path = collect_submission(
+        make_zip(tmp_path / "a.zip", {"labs/02_demo/demo.cu": GOOD, "answers.toml": ANSWERS}), kit
+    )
+    assert at_kit_path.files == {"02_demo": {"demo.cu": GOOD, "answers.toml": ANSWERS}}
+    # The code is refused for what it does, but it still says which lab the student worked on.
+    screened = b"#include <cstdlib>\nint other() { exit(1); }\n"
+    refused_code = collect_submission(
+        make_zip(tmp_path / "b.zip", {"other.cu": screened, "answers.toml": ANSWERS}), kit
+    )
+    assert refused_code.files == {"03_other": {"answers.toml": ANSWERS}}
+    assert list(reasons(refused_code)) == ["other.cu"]
+
+
+def test_a_flat_answers_file_beside_code_of_both_its_labs_is_refused_naming_the_kit_paths(fake_kit, tmp_path):
+    kit = shared_answers_kit(fake_kit)
+    submission = collect_submission(
+        make_zip(tmp_path / "c.zip", {"demo.cu": GOOD, "other.cu": OTHER, "answers.toml": ANSWERS}), kit
+    )
+    reason = reasons(submission)["answers.toml"]
+    assert "labs/02_demo/answers.toml or labs/03_other/answers.toml" in reason
+    assert "cannot tell which lab" in reason and "other files of each" in reason
+    # The code of both labs is kept and graded.
+    assert submission.files == {"02_demo": {"demo.cu": GOOD}, "03_other": {"other.cu": OTHER}}
+
+
+def test_a_flat_answers_file_alone_is_refused_naming_the_kit_paths(fake_kit, tmp_path):
+    kit = shared_answers_kit(fake_kit)
+    submission = collect_submission(make_folder(tmp_path / "d", {"answers.toml": ANSWERS}), kit)
+    reason = reasons(submission)["answers.toml"]
+    assert "no other file of either" in reason
+    assert "labs/02_demo/answers.toml or labs/03_other/answers.toml" in reason
+    assert submission.files == {}
+
+
+def test_a_submission_with_files_of_two_labs_places_each_answers_file(fake_kit, tmp_path):
+    kit = shared_answers_kit(fake_kit)
+    other_answers = b'cc13_blocks_per_sm = "8"\n'
+    # Lab 02's answers at its kit path, lab 03's flat: the flat one is lab 03's, the only lab
+    # with other files that does not have its answers yet.
+    submission = collect_submission(
+        make_zip(
+            tmp_path / "e.zip",
+            {
+                "labs/02_demo/demo.cu": GOOD,
+                "labs/02_demo/answers.toml": ANSWERS,
+                "other.cu": OTHER,
+                "answers.toml": other_answers,
+            },
+        ),
+        kit,
+    )
+    assert submission.refused == []
+    assert submission.files == {
+        "02_demo": {"demo.cu": GOOD, "answers.toml": ANSWERS},
+        "03_other": {"other.cu": OTHER, "answers.toml": other_answers},
+    }
+
+
+def test_the_kits_lab_03_submitted_flat_keeps_its_answers(tmp_path):
+    # The case of issue 12: tiled_matmul.cu, block_transpose.cu and answers.toml at the top of
+    # a zip; answers.toml is a file of labs 03 and 06, and the rest is lab 03's.
+    kit = load_kit(find_kit_root())
+    lab03 = kit.solution_dir(kit.select(["03"])[0])
+    names = ["tiled_matmul.cu", "block_transpose.cu", "answers.toml"]
+    files = {name: (lab03 / name).read_bytes() for name in names}
+    submission = collect_submission(make_zip(tmp_path / "student.zip", files), kit)
+    assert submission.refused == []
+    assert submission.files == {"03_tiled_matmul": files}

@@ -57,6 +57,57 @@ def test_failures_partial_credit_and_a_missing_lab(fake_kit, tmp_path):
     assert score.refused[0].path == "notes.txt"
 
 
+def with_answers_in_lab03(fake_kit):
+    """The fake kit's lab 03 with an answers.toml that one more test reads, as lab 03's does."""
+    rubric = fake_kit.root / "labs/03_other/rubric.toml"
+    rubric.write_text(
+        rubric.read_text().replace('["other.cu"]', '["other.cu", "answers.toml"]')
+        + '\n[[test]]\nname = "answers file is complete"\npoints = 5\n'
+    )
+    spec_path = fake_kit.root / "fake_kit.json"
+    spec = json.loads(spec_path.read_text())
+    spec["lab03_tests"]["data_files"] = {"KIT_ANSWERS_PATH": "answers.toml"}
+    spec["lab03_tests"]["tests"].append(
+        {
+            "name": "answers file is complete",
+            "tags": "[lab03][concepts]",
+            "behaviour": "reads:KIT_ANSWERS_PATH",
+        }
+    )
+    spec_path.write_text(json.dumps(spec))
+    return fake_kit.reload()
+
+
+def test_code_without_its_answers_file_is_still_graded(fake_kit, tmp_path):
+    kit = with_answers_in_lab03(fake_kit)
+    answered = grade_submission(
+        kit.kit,
+        collect_submission(
+            folder(tmp_path / "a", {"other.cu": GOOD_03, "answers.toml": b"x = 1\n"}), kit.kit
+        ),
+        kit.options(labs=["03"]),
+    )
+    assert answered.labs[0].points == 25
+    # answers.toml is a data file: without it, the code still earns its points; the test that
+    # reads the file fails, saying it is missing.
+    unanswered = grade_submission(
+        kit.kit,
+        collect_submission(folder(tmp_path / "b", {"other.cu": GOOD_03}), kit.kit),
+        kit.options(labs=["03"]),
+    )
+    (lab03,) = unanswered.labs
+    assert lab03.problem is None and lab03.points == 20
+    (lost,) = [test for test in lab03.tests if test.points < test.max_points]
+    assert lost.name == "answers file is complete" and "missing" in " ".join(lost.details + lost.reasons)
+    # Without the code, nothing of the lab can run.
+    no_code = grade_submission(
+        kit.kit,
+        collect_submission(folder(tmp_path / "c", {"answers.toml": b"x = 1\n"}), kit.kit),
+        kit.options(labs=["03"]),
+    )
+    assert str(no_code.labs[0].problem).startswith("not submitted: other.cu")
+
+
 def test_a_compile_error_costs_only_its_lab(fake_kit, tmp_path):
     path = folder(tmp_path / "carol", {"demo.cu": BROKEN, "other.cu": GOOD_03})
     score = grade_submission(fake_kit.kit, collect_submission(path, fake_kit.kit), fake_kit.options())

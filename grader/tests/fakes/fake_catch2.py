@@ -3,8 +3,9 @@
 
 Its tests come from <this file>.json: {"tests": [{"name", "tags", "behaviour"}]}. Behaviours:
 pass, fail:<text>, expr, skip:<reason>, metric:<name>=<value>, crash, hang, noxml, garbled,
-wrongname, spam, env, record:<file> (appends "<start> <end> <CUDA_VISIBLE_DEVICES> <name>" to
-the file after sleeping 0.3 s, then passes), window:<file> (works 0.1 s, asks its GPU gate for
+wrongname, spam, env, reads:<variable> (passes when the file that the environment variable
+names exists), record:<file> (appends "<start> <end> <CUDA_VISIBLE_DEVICES> <name>" to the file
+after sleeping 0.3 s, then passes), window:<file> (works 0.1 s, asks its GPU gate for
 a window as kit::ExclusiveGpu does, holds it 0.2 s, works 0.1 s more; appends its two working
 spans as "<name>" lines and the window as a "<name> (window)" line, then passes),
 window-then-die (asks for a window, and exits once it has it, without giving it back).
@@ -145,6 +146,13 @@ def run(name, out):
         spans = [(start, asked, name), (granted, released, f"{name} (window)"), (released, time.time(), name)]
         with open(arg, "a") as handle:
             handle.writelines(f"{s} {e} {gpu} {n}\n" for s, e, n in spans)
+        write(document(name, "", True))
+        return 0
+    if kind == "reads":
+        # Reads the data file the environment variable `arg` names, as an answers test does.
+        if not os.path.isfile(os.environ.get(arg, "")):
+            write(document(name, element("Failure", "cannot be read: the answers file is missing"), False))
+            return 42
         write(document(name, "", True))
         return 0
     if kind == "env":

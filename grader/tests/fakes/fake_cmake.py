@@ -5,8 +5,9 @@
 - --build BUILD --target T (the student's in-place build, `check`): compiles the lab's *.cu of
   T's lab and links T.
 - --build BUILD (everything: the grader's harness build): as above for every target of
-  <SRC>/fake_kit.json ({target: {"slug", "tests": [...]}}), and leaves the records the real
-  harness build leaves: compile_commands.json and kit-link-commands/<target>.link.
+  <SRC>/fake_kit.json ({target: {"slug", "tests": [...], "data_files": {variable: name}}}),
+  and leaves the records the real harness build leaves: compile_commands.json and
+  kit-link-commands/<target>.link.
 
 A student file steers the outcome with comment lines the screen lets through:
     // FAKE-OUTCOME: <behaviour> | <test name>     (see fake_catch2.py for behaviours)
@@ -50,6 +51,12 @@ def build_target(source, build_dir, target, spec, commands):
         if done.returncode != 0:
             return done.returncode
         objects.append(build_dir / obj)
+    # A lab's data files (an answers sheet): named to the tests by a compile definition, as the
+    # kit's CMake does; the tests' source is not compiled here.
+    for variable, name in sorted(spec.get("data_files", {}).items()):
+        tests = lab_dir / "tests" / "test_data.cpp"
+        argv = [str(HERE / "fake_cc.py"), f'-D{variable}="{lab_dir / name}"', "-c", str(tests), "-o", "t.o"]
+        commands.append({"directory": str(build_dir), "arguments": argv, "file": str(tests)})
     library = build_dir / "labs" / spec["slug"] / f"lib{tag}_kernels.a"
     library.write_text("".join(path.read_text() for path in objects))
     argv = [
