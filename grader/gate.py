@@ -9,6 +9,8 @@ writes 'A' on the request pipe and waits for 'G' on the grant pipe, and writes '
 
 A thread here answers, holding the scheduler's window between 'A' and 'R'. A process that ends,
 or closes its end, closes its window; one that asks again while holding it is answered at once.
+The time a process spends waiting for its window is kept (`waited`): the test's time limit does
+not count it, up to a cap (grader/run.py), since the wait is the class's doing, not the test's.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import os
 import select
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack
 
@@ -35,6 +38,13 @@ class GpuGate:
         self._grant_read, self._grant_write = os.pipe()
         self._ended = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._waited = 0.0
+        self._waiting_since: float | None = None
+
+    def waited(self) -> float:
+        """Seconds the process has spent waiting for its window so far, a wait under way included."""
+        since = self._waiting_since
+        return self._waited + (time.monotonic() - since if since is not None else 0.0)
 
     def env(self) -> dict[str, str]:
         return {ENV_NAME: f"{self._request_write},{self._grant_read}"}
@@ -71,7 +81,13 @@ class GpuGate:
                 for byte in data:
                     if byte == ASK[0]:
                         if not holding:
-                            if not window.enter_context(self._open_window(self._ended.is_set)):
+                            self._waiting_since = time.monotonic()
+                            try:
+                                opened = window.enter_context(self._open_window(self._ended.is_set))
+                            finally:
+                                self._waited += time.monotonic() - self._waiting_since
+                                self._waiting_since = None
+                            if not opened:
                                 return  # the process ended while it waited
                             holding = True
                         if not _send(self._grant_write, GRANT):

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -35,9 +36,12 @@ def run_limited(
     output_limit: int,
     env: dict[str, str] | None = None,
     pass_fds: tuple[int, ...] = (),
+    not_counted: Callable[[], float] | None = None,
 ) -> ProcessResult:
     """Runs command to its end or its time limit. `pass_fds` are handed to the child: closed
-    here once it has them, so that only the child holds them."""
+    here once it has them, so that only the child holds them. `not_counted`, when given, says
+    how many seconds of the run so far the limit must not count (time the process spent waiting
+    for the grader); the caller caps it."""
     start = time.monotonic()
     try:
         process = subprocess.Popen(
@@ -59,7 +63,7 @@ def run_limited(
     reader.start()
     timed_out = False
     try:
-        process.wait(timeout=timeout)
+        _wait_within(process, start, timeout, not_counted)
     except subprocess.TimeoutExpired:
         timed_out = True
     finally:
@@ -73,6 +77,24 @@ def run_limited(
             process.stdout.close()
     duration = time.monotonic() - start
     return ProcessResult(None if timed_out else process.returncode, capture.text(), timed_out, duration)
+
+
+def _wait_within(
+    process: subprocess.Popen[bytes], start: float, timeout: float, not_counted: Callable[[], float] | None
+) -> None:
+    """Waits for the process; raises TimeoutExpired once it has used `timeout` seconds that count."""
+    if not_counted is None:
+        process.wait(timeout=timeout)
+        return
+    while True:
+        left = timeout + not_counted() - (time.monotonic() - start)
+        if left <= 0:
+            raise subprocess.TimeoutExpired(process.args, timeout)
+        try:
+            process.wait(timeout=min(left, 0.5))  # the uncounted time may grow meanwhile
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _limit_resources() -> None:

@@ -383,14 +383,39 @@ def test_a_process_that_ends_inside_its_window_or_waiting_for_it_frees_the_gpu(t
     listed = listed_tests(tests)
     with ThreadPoolExecutor(max_workers=8) as pool:
         died = run_tests(exe, listed[:1], tmp_path, RunConfig(timeout=10), scheduler, pool)
-        # The hang keeps the lane busy, so "asks and is killed" waits until its time is up.
-        first = run_tests(exe, listed[1:3], tmp_path, RunConfig(timeout=1.5), scheduler, pool)
+        # The hang keeps the lane busy for 3.5 s, so "asks and is killed" waits for its window
+        # past its own limit: 1 s, and at most as long again not counted while it waits.
+        hang = pool.submit(run_tests, exe, listed[1:2], tmp_path, RunConfig(timeout=3.5), scheduler, pool)
+        time.sleep(0.3)
+        start = time.monotonic()
+        first = run_tests(exe, listed[2:3], tmp_path, RunConfig(timeout=1), scheduler, pool)
+        killed_after = time.monotonic() - start
+        assert hang.result()["hangs"].status == "timed_out"
         start = time.monotonic()
         later = run_tests(exe, listed[3:], tmp_path, RunConfig(timeout=10), scheduler, pool)
     assert died["dies in its window"].status == "crashed"  # no result file: not a pass
     assert first["asks and is killed"].status == "timed_out"
+    assert 1.8 < killed_after < 3.0  # its 1 s, plus 1 s of waiting not counted
     assert later["asks later"].status == "passed" and time.monotonic() - start < 3
     assert [kind for kind, *_ in read_spans(log)] == ["asks later", "window", "asks later"]
+
+
+def test_time_spent_waiting_for_a_window_does_not_count_against_the_tests_limit(tmp_path):
+    log = tmp_path / "spans.txt"
+    tests = [
+        {"name": "hangs", "tags": "[lab02][correctness][gpu]", "behaviour": "hang"},
+        {"name": "asks", "tags": "[lab02][performance][gpu]", "behaviour": f"window:{log}"},
+    ]
+    exe = write_fake_catch2(tmp_path / "bin", "lab02_tests", tests)
+    scheduler = Scheduler(cpu_slots=4, gpus=["0"], gpu_slots=4, max_defer=30)
+    listed = listed_tests(tests)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        hang = pool.submit(run_tests, exe, listed[:1], tmp_path, RunConfig(timeout=2.5), scheduler, pool)
+        time.sleep(0.3)
+        # Waits about 2.2 s for the hang to be killed, longer than its own limit, then measures.
+        asked = run_tests(exe, listed[1:], tmp_path, RunConfig(timeout=1.5), scheduler, pool)
+        assert hang.result()["hangs"].status == "timed_out"
+    assert asked["asks"].status == "passed"
 
 
 def test_a_crash_or_a_hang_costs_only_its_own_test(tmp_path):
