@@ -1,11 +1,16 @@
 #include "kit/matmul_harness.hpp"
 
+#include <cstdint>
+#include <random>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "kit/device_buffer.hpp"
 #include "kit/gpu.hpp"
 #include "kit/gpu_gate.hpp"
 #include "kit/poison.hpp"
+#include "kit/timed_matmul.hpp"
 
 namespace kit {
 
@@ -64,18 +69,36 @@ TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate
                      const MatmulLaunch& baseline, TimingOptions options) {
   DeviceBuffer<float> d_M(problem.M.size()), d_N(problem.N.size());
   DeviceBuffer<float> d_P(static_cast<std::size_t>(problem.rows) * problem.cols);
-  d_M.copy_from_host(problem.M.data());
-  d_N.copy_from_host(problem.N.data());
-  auto run = [&](const MatmulLaunch& launch) {
-    return time_on_device([&] { launch(d_M.data(), d_N.data(), d_P.data()); }, options);
+  // Drawn afresh in every process: a kernel cannot know the inputs, or which elements are
+  // checked, before it runs.
+  std::random_device entropy;
+  const std::uint64_t salt = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
+  auto run = [&](const MatmulLaunch& launch, const std::string& who, std::uint64_t pass) {
+    const auto seed = [&](int call, std::uint64_t part) {
+      return salt ^ (pass << 56) ^ (part << 48) ^ static_cast<std::uint64_t>(call);
+    };
+    TimedCallHooks hooks;
+    hooks.before = [&](int call) {
+      fill_fresh_inputs(d_M.data(), d_M.size(), seed(call, 1));
+      fill_fresh_inputs(d_N.data(), d_N.size(), seed(call, 2));
+      poison(d_P.data(), d_P.size());
+    };
+    hooks.after = [&](int call) {
+      const SpotCheck check = spot_check_matmul(d_M.data(), d_N.data(), d_P.data(), problem.rows,
+                                                problem.inner, problem.cols, seed(call, 3));
+      if (!check.ok()) {
+        throw std::runtime_error(describe_spot_check(check, problem.cols, call, who));
+      }
+    };
+    return time_on_device([&] { launch(d_M.data(), d_N.data(), d_P.data()); }, options, hooks);
   };
   const ExclusiveGpu alone;  // the three timings in one window of the GPU to ourselves
   TimeRatio r;
   // Baseline, candidate, baseline again; keeping the faster baseline run means a clock still
   // ramping up during the first run cannot flatter the candidate.
-  const Timing first = run(baseline);
-  r.candidate = run(candidate);
-  const Timing second = run(baseline);
+  const Timing first = run(baseline, "the kit's yardstick", 1);
+  r.candidate = run(candidate, "your kernel", 2);
+  const Timing second = run(baseline, "the kit's yardstick", 3);
   r.baseline = first.median_ms <= second.median_ms ? first : second;
   return r;
 }

@@ -1,6 +1,9 @@
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "kit/cuda_check.hpp"
@@ -13,6 +16,12 @@ namespace {
 // Longest a repeat holds its stream: long enough for any host delay in queueing the timed
 // work, short enough that a launcher which waits for the stream itself costs little.
 constexpr unsigned long long kMaxHoldNs = 200ull * 1000 * 1000;
+
+// How far the host's clock (launch to an idle device) may exceed the events' time before a
+// repeat counts as work done outside the events: the host's own delays in launching and
+// waking up, which a busy machine stretches, stay well inside it.
+constexpr double kDeviceWideSlackMs = 0.5;
+constexpr double kDeviceWideSlackShare = 0.25;
 
 // Holds the stream until the host has queued the timed work, so that the time between the two
 // events is the GPU's alone. Without it the start event fires at once and the delay before the
@@ -61,35 +70,105 @@ struct EventPair {
   }
 };
 
+// Turns persisting L2 off for the timings (no lines set aside that would keep one call's data
+// for the next) and flushes the cache before each repeat by writing a buffer twice its size, so
+// that every repeat starts from memory, whatever the call before it (or the check after it) read.
+class L2Reset {
+ public:
+  L2Reset() {
+    int device = 0;
+    KIT_CUDA_CHECK(cudaGetDevice(&device));
+    int l2_bytes = 0, persisting_max = 0;
+    KIT_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+    KIT_CUDA_CHECK(
+        cudaDeviceGetAttribute(&persisting_max, cudaDevAttrMaxPersistingL2CacheSize, device));
+    persisting_ = persisting_max > 0;
+    if (persisting_) {
+      KIT_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
+      KIT_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
+    }
+    bytes_ = 2 * static_cast<std::size_t>(l2_bytes);
+    if (bytes_ > 0) KIT_CUDA_CHECK(cudaMalloc(&scratch_, bytes_));
+  }
+  ~L2Reset() { cudaFree(scratch_); }
+  L2Reset(const L2Reset&) = delete;
+  L2Reset& operator=(const L2Reset&) = delete;
+
+  void flush(int repeat) const {
+    if (scratch_) KIT_CUDA_CHECK(cudaMemsetAsync(scratch_, repeat & 0xFF, bytes_));
+  }
+
+  // A launcher may not set L2 aside for its own data between timed calls.
+  void require_no_persisting_lines() const {
+    if (!persisting_) return;
+    std::size_t limit = 0;
+    KIT_CUDA_CHECK(cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize));
+    if (limit != 0) {
+      throw std::runtime_error(
+          "time_on_device: the timed code set aside " + std::to_string(limit) +
+          " bytes of L2 cache for persisting accesses (cudaLimitPersistingL2CacheSize); kernels "
+          "are timed with the cache as every other kernel finds it, so leave that limit alone");
+    }
+  }
+
+ private:
+  void* scratch_ = nullptr;
+  std::size_t bytes_ = 0;
+  bool persisting_ = false;
+};
+
 }  // namespace
 
-Timing time_on_device(const std::function<void()>& launch, TimingOptions options) {
+Timing time_on_device(const std::function<void()>& launch, TimingOptions options,
+                      const TimedCallHooks& hooks) {
   if (options.repeats < 1 || options.warmup < 0) {
     throw std::invalid_argument("time_on_device: repeats must be at least 1 and warmup at least 0");
   }
   const ExclusiveGpu alone;  // no other process's work in the timings
-  for (int i = 0; i < options.warmup; ++i) launch();
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  const L2Reset l2;
+  int call = 0;
+  for (int i = 0; i < options.warmup; ++i, ++call) {
+    if (hooks.before) hooks.before(call);
+    launch();
+    KIT_CUDA_CHECK(cudaDeviceSynchronize());
+    if (hooks.after) hooks.after(call);
+  }
 
   EventPair events;
   ReleaseFlag release;
   std::vector<double> times;
   times.reserve(options.repeats);
-  for (int i = 0; i < options.repeats; ++i) {
+  Timing t;
+  for (int i = 0; i < options.repeats; ++i, ++call) {
+    if (hooks.before) hooks.before(call);
+    l2.flush(i);
     release.set(0);
     hold_stream<<<1, 1>>>(release.device, kMaxHoldNs);
     KIT_CHECK_LAUNCH();
     KIT_CUDA_CHECK(cudaEventRecord(events.start));
+    const auto host_start = std::chrono::steady_clock::now();
     launch();
     KIT_CUDA_CHECK(cudaEventRecord(events.stop));
     release.set(1);
     KIT_CUDA_CHECK(cudaEventSynchronize(events.stop));
     float ms = 0;
     KIT_CUDA_CHECK(cudaEventElapsedTime(&ms, events.start, events.stop));
-    times.push_back(ms);
+    // Work on a stream that does not wait for the default one is not between the events; the
+    // host clock from the launch to an idle device is then the honest, if noisier, figure.
+    KIT_CUDA_CHECK(cudaDeviceSynchronize());
+    const double host_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start)
+            .count();
+    if (host_ms > ms + kDeviceWideSlackMs + kDeviceWideSlackShare * ms) {
+      times.push_back(host_ms);
+      ++t.device_wide_repeats;
+    } else {
+      times.push_back(ms);
+    }
+    l2.require_no_persisting_lines();
+    if (hooks.after) hooks.after(call);
   }
   std::sort(times.begin(), times.end());
-  Timing t;
   t.repeats = options.repeats;
   t.min_ms = times.front();
   t.max_ms = times.back();

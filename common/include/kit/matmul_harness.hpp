@@ -48,7 +48,9 @@ Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch
 Comparison compare_with_diagnoses(const std::vector<float>& P, const MatmulProblem& problem,
                                   int tile = 0, const MistakeCatalogue& lab_mistakes = {});
 
-// Times two kernels on the same inputs in this process: candidate's median / baseline's.
+// Times two kernels in this process: candidate's median / baseline's. Every call gets fresh
+// random inputs of the problem's shape and a poisoned P, and its result is spot-checked after
+// it (kit/timed_matmul.hpp); a wrong one throws std::runtime_error saying which call and where.
 struct TimeRatio {
   Timing candidate;
   Timing baseline;

@@ -1,0 +1,174 @@
+// The timer's promises (issue "Grades that cannot be forged", timing): fresh inputs and a check
+// after every timed call, work on any stream timed, persisting L2 refused.
+#include <cuda_runtime.h>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <cstddef>
+#include <vector>
+
+#include "kit/cublas_matmul.hpp"
+#include "kit/cuda_check.hpp"
+#include "kit/device_buffer.hpp"
+#include "kit/matmul_harness.hpp"
+#include "kit/poison.hpp"
+#include "kit/testing.hpp"
+#include "kit/timed_matmul.hpp"
+#include "kit/timer.hpp"
+
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+// Spins for `ns` nanoseconds of the device's clock.
+__global__ void spin(unsigned long long ns) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+// A stream that does not wait for the default one, as a launcher hiding its work would use.
+struct SideStream {
+  cudaStream_t stream = nullptr;
+  SideStream() { KIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)); }
+  ~SideStream() { cudaStreamDestroy(stream); }
+};
+
+constexpr int kWidth = 128;
+
+}  // namespace
+
+TEST_CASE("a timed product that skips its work after the first call fails its timing",
+          "[common][gpu]") {
+  KIT_REQUIRE_GPU();
+  const kit::MatmulProblem problem = kit::make_square_problem(kWidth, 5);
+  kit::CublasMatmul cublas;
+  const kit::MatmulLaunch honest = [&cublas](const float* M, const float* N, float* P) {
+    cublas(M, N, P, kWidth);
+  };
+  int calls = 0;
+  const kit::MatmulLaunch once = [&](const float* M, const float* N, float* P) {
+    if (calls++ == 0) cublas(M, N, P, kWidth);  // then nothing: P stays poisoned
+  };
+  CHECK_THROWS_WITH(kit::time_ratio(problem, once, honest), ContainsSubstring("never written"));
+
+  // Keeps the first result and copies it back on every later call: right once, then stale.
+  kit::DeviceBuffer<float> kept(static_cast<std::size_t>(kWidth) * kWidth);
+  calls = 0;
+  const kit::MatmulLaunch stale = [&](const float* M, const float* N, float* P) {
+    if (calls++ == 0) {
+      cublas(M, N, kept.data(), kWidth);
+    }
+    KIT_CUDA_CHECK(
+        cudaMemcpy(P, kept.data(), kept.size() * sizeof(float), cudaMemcpyDeviceToDevice));
+  };
+  CHECK_THROWS_WITH(kit::time_ratio(problem, stale, honest), ContainsSubstring("expected"));
+
+  // The honest launch passes every check, and its ratio to itself is about 1.
+  const kit::TimeRatio same = kit::time_ratio(problem, honest, honest);
+  CHECK(same.ratio() > 0.5);
+  CHECK(same.ratio() < 2.0);
+}
+
+TEST_CASE("every timed call gets its hooks before and after it in order", "[common][gpu]") {
+  KIT_REQUIRE_GPU();
+  std::vector<int> seen;
+  kit::TimedCallHooks hooks;
+  hooks.before = [&](int call) { seen.push_back(call); };
+  hooks.after = [&](int call) { seen.push_back(-1 - call); };
+  const kit::TimingOptions options{2, 3};
+  (void)kit::time_on_device(
+      [] {
+        spin<<<1, 1>>>(1000);
+        KIT_CHECK_LAUNCH();
+      },
+      options, hooks);
+  CHECK(seen == std::vector<int>{0, -1, 1, -2, 2, -3, 3, -4, 4, -5});
+}
+
+TEST_CASE("work launched on a side stream is timed until the whole device is idle",
+          "[common][gpu]") {
+  KIT_REQUIRE_GPU();
+  SideStream side;
+  const kit::Timing t = kit::time_on_device(
+      [&side] {
+        spin<<<1, 1, 0, side.stream>>>(3'000'000);  // 3 ms the default stream does not wait for
+        KIT_CHECK_LAUNCH();
+      },
+      kit::TimingOptions{1, 5});
+  CAPTURE(t.median_ms, t.device_wide_repeats);
+  CHECK(t.median_ms >= 2.5);
+  CHECK(t.device_wide_repeats == 5);
+
+  // On the default stream the events see it all, and the host's clock is not used.
+  const kit::Timing plain = kit::time_on_device(
+      [] {
+        spin<<<1, 1>>>(3'000'000);
+        KIT_CHECK_LAUNCH();
+      },
+      kit::TimingOptions{1, 5});
+  CAPTURE(plain.median_ms);
+  CHECK(plain.median_ms >= 2.9);
+  CHECK(plain.device_wide_repeats == 0);
+}
+
+TEST_CASE("a timed launch that sets L2 aside for persisting accesses is refused", "[common][gpu]") {
+  KIT_REQUIRE_GPU();
+  int device = 0, persisting_max = 0;
+  KIT_CUDA_CHECK(cudaGetDevice(&device));
+  KIT_CUDA_CHECK(
+      cudaDeviceGetAttribute(&persisting_max, cudaDevAttrMaxPersistingL2CacheSize, device));
+  if (persisting_max == 0) SKIP("this GPU has no persisting L2 cache to set aside");
+  const auto greedy = [persisting_max] {
+    KIT_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize,
+                                      static_cast<std::size_t>(persisting_max)));
+    spin<<<1, 1>>>(1000);
+    KIT_CHECK_LAUNCH();
+  };
+  CHECK_THROWS_WITH(kit::time_on_device(greedy, kit::TimingOptions{1, 3}),
+                    ContainsSubstring("persisting"));
+  // The limit is put back to 0 by the next timing, which then passes.
+  std::size_t limit = 1;
+  (void)kit::time_on_device(
+      [] {
+        spin<<<1, 1>>>(1000);
+        KIT_CHECK_LAUNCH();
+      },
+      kit::TimingOptions{1, 3});
+  KIT_CUDA_CHECK(cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize));
+  CHECK(limit == 0);
+}
+
+TEST_CASE("spot checks find a wrong or unwritten element of a product", "[common][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int rows = 37, inner = 19, cols = 23;
+  kit::DeviceBuffer<float> M(static_cast<std::size_t>(rows) * inner);
+  kit::DeviceBuffer<float> N(static_cast<std::size_t>(inner) * cols);
+  kit::fill_fresh_inputs(M.data(), M.size(), 1);
+  kit::fill_fresh_inputs(N.data(), N.size(), 2);
+  std::vector<float> hM(M.size()), hN(N.size());
+  M.copy_to_host(hM.data());
+  N.copy_to_host(hN.data());
+  const kit::MatmulReference ref = kit::reference_matmul(hM, hN, rows, inner, cols);
+  std::vector<float> hP(ref.value.begin(), ref.value.end());
+  kit::DeviceBuffer<float> P(hP.size());
+  P.copy_from_host(hP.data());
+  // 20000 places among 851 elements: every one is sampled (a miss has odds of e^-23).
+  CHECK(kit::spot_check_matmul(M.data(), N.data(), P.data(), rows, inner, cols, 9, 20000).ok());
+
+  hP[5 * cols + 7] += 0.5f;
+  P.copy_from_host(hP.data());
+  const kit::SpotCheck wrong =
+      kit::spot_check_matmul(M.data(), N.data(), P.data(), rows, inner, cols, 9, 20000);
+  CHECK(wrong.wrong == 5 * cols + 7);
+  CHECK(wrong.unwritten == -1);
+
+  kit::poison(P.data() + 100, 1);
+  const kit::SpotCheck unwritten =
+      kit::spot_check_matmul(M.data(), N.data(), P.data(), rows, inner, cols, 9, 20000);
+  CHECK(unwritten.unwritten == 100);
+  CHECK_THAT(kit::describe_spot_check(unwritten, cols, 4, "your kernel"),
+             ContainsSubstring("P[4][8] was never written"));
+}
