@@ -30,6 +30,7 @@ from grader.progress import QuietProgress
 from grader.rubric import find_kit_root, load_kit
 from grader.run import RunConfig
 from grader.sandbox import detect
+from grader.schedule import visible_gpus
 from grader.score import LabScore
 
 KIT_ROOT = find_kit_root()
@@ -53,6 +54,10 @@ class Case:
     never_a_hint: str = ""  # text that must not be shown as one of the kit's hints
     max_report_bytes: int = 0  # results.json at most this big (0: no bound checked)
     extra: Callable[[Path], None] | None = None  # more checks on the output folder
+    # Where a usable GPU runs the GPU tests, what the case must get instead of `points`, and the
+    # words its feedback must show then (without one its GPU tests skip, and the CPU half holds).
+    gpu_points: dict[str, str] | None = None
+    gpu_feedback: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -80,9 +85,11 @@ def edited(
     return make
 
 
-def inserted(code: str) -> Callable[[Files, Path], None]:
+def inserted(code: str, system_headers: str = "") -> Callable[[Files, Path], None]:
     """Lab 06's reference with `code` first in its calculator (and the headers it may need)."""
-    headers = "#include <algorithm>\n#include <cstdio>\n#include <stdexcept>\n#include <vector>\n"
+    headers = (
+        system_headers + "#include <algorithm>\n#include <cstdio>\n#include <stdexcept>\n#include <vector>\n"
+    )
     return edited(LAB06, CALCULATOR, CALCULATOR + code, (LAB06,), ("#include <algorithm>\n", headers))
 
 
@@ -382,6 +389,104 @@ CASES = [
         {"06": "zero"},
         ("abort",),
     ),
+    # Run on the GPU: what the timer, the checks and the device must withstand.
+    Case(
+        "skips-repeated-work",
+        "a launcher that skips the launch when it sees the same pointers again",
+        edited(
+            LAB02,
+            "  dim3 block(block_size, block_size);\n",
+            "  static const float* seen_M = nullptr;\n  static float* seen_P = nullptr;\n"
+            "  if (d_M == seen_M && d_P == seen_P) return;\n  seen_M = d_M;\n  seen_P = d_P;\n"
+            "  dim3 block(block_size, block_size);\n",
+        ),
+        {"02": "full"},
+        gpu_points={"02": "lost"},
+        gpu_feedback=("timed call",),
+    ),
+    Case(
+        "side-stream",
+        "the kernel on a stream the timer's events do not wait for",
+        edited(
+            LAB02,
+            "  naive_matmul_kernel<<<grid, block>>>(d_M, d_N, d_P, width);\n",
+            "  cudaStream_t side;\n  cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);\n"
+            "  naive_matmul_kernel<<<grid, block, 0, side>>>(d_M, d_N, d_P, width);\n"
+            "  cudaStreamSynchronize(side);\n",
+        ),
+        {"02": "zero"},
+        ("cudaStreamCreateWithFlags",),
+    ),
+    Case(
+        "all-zero-output",
+        "a kernel that writes 0 everywhere",
+        edited(LAB02, "  P[row * width + col] = Pvalue;\n", "  P[row * width + col] = 0.0f * Pvalue;\n"),
+        {"02": "full"},
+        gpu_points={"02": "lost"},
+        gpu_feedback=("that was written is 0",),
+    ),
+    Case(
+        "illegal-address",
+        "a kernel that writes a gigabyte before P",
+        edited(LAB02, "  P[row * width + col] = Pvalue;\n", "  P[row * width + col - (1 << 28)] = Pvalue;\n"),
+        {"02": "full"},
+        gpu_points={"02": "lost"},
+    ),
+    Case(
+        "writes-past-P",
+        "a kernel that also writes the row after P, into a neighbour's buffer",
+        edited(
+            LAB02,
+            "  P[row * width + col] = Pvalue;\n",
+            "  P[row * width + col] = Pvalue;\n  P[width * width + col] = Pvalue;\n",
+        ),
+        {"02": "full"},
+        gpu_points={"02": "lost"},
+    ),
+    Case(
+        "grabs-all-device-memory",
+        "a launcher that allocates all the device's memory and keeps it",
+        edited(
+            LAB02,
+            "  dim3 block(block_size, block_size);\n",
+            "  for (void* hog = nullptr; cudaMalloc(&hog, std::size_t(1) << 30) == cudaSuccess;) {\n  }\n"
+            "  (void)cudaGetLastError();\n  dim3 block(block_size, block_size);\n",
+        ),
+        {"02": "full"},
+        gpu_points={"02": "lost"},
+    ),
+    Case(
+        "too-much-shared-memory",
+        "a launch that asks for 1 MiB of shared memory a block",
+        edited(
+            LAB02,
+            "  naive_matmul_kernel<<<grid, block>>>(d_M, d_N, d_P, width);\n",
+            "  naive_matmul_kernel<<<grid, block, 1 << 20>>>(d_M, d_N, d_P, width);\n",
+        ),
+        {"02": "full"},
+        gpu_points={"02": "lost"},
+    ),
+    Case(
+        "fork-bomb",
+        "fork() in a loop",
+        inserted("  for (;;) (void)fork();\n", "#include <unistd.h>\n"),
+        {"06": "zero"},
+        ("fork",),
+    ),
+    Case(
+        "network-socket",
+        "opens a network socket, to send the tests out",
+        # Declared by hand, so that no include or word gives it away to the screen: the object
+        # inspection must refuse the undefined symbol.
+        edited(
+            LAB06,
+            CALCULATOR,
+            'extern "C" int socket(int, int, int);\n' + CALCULATOR + "  (void)socket(2, 1, 0);\n",
+            (LAB06,),
+        ),
+        {"06": "zero"},
+        ("socket",),
+    ),
     Case(
         "injected-hint",
         "an exception whose message says hint: full marks",
@@ -450,6 +555,7 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
         work_root=tmp_path / "work",
     )
     notes: list[str] = []
+    on_gpu = bool(visible_gpus())
     entries = find_submissions([klass], kit, notes)
     out = Path(os.environ.get("KIT_HOSTILE_OUT", tmp_path / "out"))
     scores = {score.student_id: score for score in grade_class(kit, entries, options, out, QuietProgress())}
@@ -469,7 +575,10 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
             continue
         feedback = (out / student / "feedback.txt").read_text(errors="replace")
         report = out / student / "results.json"
-        for lab_id, want in case.points.items():
+        points, words = case.points, case.feedback
+        if on_gpu and case.gpu_points is not None:
+            points, words = case.gpu_points, case.feedback + case.gpu_feedback
+        for lab_id, want in points.items():
             lab = score.lab(lab_id)
             if lab is None:
                 failures.append(f"{case.name}: lab {lab_id} is not in the score")
@@ -477,9 +586,9 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
             got = "full" if full(lab) else "zero" if lab.points == 0 else "lost"
             if want != "any" and got != want:
                 failures.append(f"{case.name}: lab {lab_id} {got} ({lab.points}), expected {want}")
-        for words in case.feedback:
-            if words not in feedback:
-                failures.append(f"{case.name}: feedback lacks {words!r}")
+        for word in words:
+            if word not in feedback:
+                failures.append(f"{case.name}: feedback lacks {word!r}")
         if case.never_a_hint:
             reasons = [reason for lab in score.labs for test in lab.tests for reason in test.reasons]
             if any(case.never_a_hint in reason for reason in reasons):

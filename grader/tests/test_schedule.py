@@ -418,6 +418,24 @@ def test_time_spent_waiting_for_a_window_does_not_count_against_the_tests_limit(
     assert asked["asks"].status == "passed"
 
 
+def test_a_test_that_ran_out_of_device_memory_runs_again_alone_before_it_counts(tmp_path):
+    log = tmp_path / "runs.txt"
+    tests = [
+        {"name": "out of memory once", "tags": "[lab02][correctness][gpu]", "behaviour": f"oom-once:{log}"},
+        {"name": "fails otherwise", "tags": "[lab02][correctness][gpu]", "behaviour": "fail:wrong values"},
+    ]
+    exe = write_fake_catch2(tmp_path / "bin", "lab02_tests", tests)
+    scheduler = Scheduler(cpu_slots=4, gpus=["0"], gpu_slots=4, max_defer=0.5)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outcomes = run_tests(exe, listed_tests(tests), tmp_path, RunConfig(timeout=10), scheduler, pool)
+    assert outcomes["out of memory once"].status == "passed"
+    assert outcomes["fails otherwise"].status == "failed"  # any other failure counts at once
+    runs = log.read_text().splitlines()
+    # The second run had the GPU to itself for its whole life: a window, and no gate to ask.
+    assert len(runs) == 2 and runs[0].split()[0] != "-" and runs[1].split()[0] == "-"
+    assert scheduler.stats.started["window"] == 1
+
+
 def test_a_crash_or_a_hang_costs_only_its_own_test(tmp_path):
     tests = [
         {"name": "crashes", "tags": "[lab02][gpu]", "behaviour": "crash"},

@@ -8,7 +8,9 @@ names exists), record:<file> (appends "<start> <end> <CUDA_VISIBLE_DEVICES> <nam
 after sleeping 0.3 s, then passes), window:<file> (works 0.1 s, asks its GPU gate for
 a window as kit::ExclusiveGpu does, holds it 0.2 s, works 0.1 s more; appends its two working
 spans as "<name>" lines and the window as a "<name> (window)" line, then passes),
-window-then-die (asks for a window, and exits once it has it, without giving it back).
+window-then-die (asks for a window, and exits once it has it, without giving it back),
+oom-once:<file> (fails with CUDA's out-of-memory error unless the file exists, which it then
+creates, and appends "<KIT_GPU_GATE or -> <name>" to it on every run, then passes).
 """
 
 import json
@@ -146,6 +148,16 @@ def run(name, out):
         spans = [(start, asked, name), (granted, released, f"{name} (window)"), (released, time.time(), name)]
         with open(arg, "a") as handle:
             handle.writelines(f"{s} {e} {gpu} {n}\n" for s, e, n in spans)
+        write(document(name, "", True))
+        return 0
+    if kind == "oom-once":
+        first = not os.path.exists(arg)
+        with open(arg, "a") as handle:
+            handle.write(f"{os.environ.get('KIT_GPU_GATE', '-')} {name}\n")
+        if first:
+            failure = element("Failure", "cudaMalloc failed: cudaErrorMemoryAllocation (out of memory)")
+            write(document(name, failure, False))
+            return 42
         write(document(name, "", True))
         return 0
     if kind == "reads":
