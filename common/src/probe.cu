@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "kit/cuda_check.hpp"
@@ -46,6 +47,46 @@ int main(int argc, char** argv, const std::string& program, const std::vector<Mo
   for (const Mode& m : modes) usage += "|" + m.name;
   std::fprintf(stderr, "usage: %s %s\n", program.c_str(), usage.c_str());
   return 2;
+}
+
+int run_counted_matmul(const std::string& program, int width, int tile,
+                       const std::function<void(const float*, const float*, float*)>& launch) {
+  const std::size_t count = static_cast<std::size_t>(width) * width;
+  std::vector<float> M(count), N(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    M[i] = static_cast<float>(static_cast<int>(i * 37 % 7) - 3);
+    N[i] = static_cast<float>(static_cast<int>(i * 11 % 5) - 2);
+  }
+  DeviceBuffer<float> d_M(count), d_N(count), d_P(count);
+  d_M.copy_from_host(M.data());
+  d_N.copy_from_host(N.data());
+  poison(d_P.data(), count);
+  launch(d_M.data(), d_N.data(), d_P.data());
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> P(count);
+  d_P.copy_to_host(P.data());
+  for (int r = 0; r < width; ++r) {
+    for (int c = 0; c < width; ++c) {
+      // Whole numbers below 2^24 in magnitude: float sums them exactly, in any order.
+      double want = 0.0;
+      for (int k = 0; k < width; ++k) {
+        want += static_cast<double>(M[static_cast<std::size_t>(r) * width + k]) *
+                N[static_cast<std::size_t>(k) * width + c];
+      }
+      const float got = P[static_cast<std::size_t>(r) * width + c];
+      if (is_poison(got) || static_cast<double>(got) != want) {
+        std::printf("%s\n", kResultWrong.c_str());
+        std::fflush(stdout);  // before the explanation on stderr, and before ncu's report
+        std::fprintf(stderr, "%s: width %d, TILE_WIDTH %d: P[%d][%d] is %s, expected %g\n",
+                     program.c_str(), width, tile, r, c,
+                     is_poison(got) ? "never written" : std::to_string(got).c_str(), want);
+        return kWrongResult;
+      }
+    }
+  }
+  std::printf("%s\n", kResultRight.c_str());
+  std::fflush(stdout);
+  return 0;
 }
 
 long long first_unwritten(const float* d_out, std::size_t count) {

@@ -27,6 +27,25 @@ struct Mode {
 // bounds) that tells whether the sanitizer is usable on this machine at all.
 int main(int argc, char** argv, const std::string& program, const std::vector<Mode>& modes);
 
+// What a probe prints on its standard output after checking a counted run's result (kit/
+// profiler.hpp reads it back from Nsight Compute's output): kResultRight, or kResultWrong and a
+// line saying where.
+inline const std::string kResultRight = "kit-probe-result: right";
+inline const std::string kResultWrong = "kit-probe-result: wrong";
+
+// The width of the counted run: small, so that ncu takes seconds, and a multiple of 32 and of
+// both tile widths, so that a tiled kernel's count is exact (kit::tiled_global_loads).
+constexpr int kCountedMatmulWidth = 256;
+
+// One run of a square matrix product for Nsight Compute to count (the locality tests): inputs of
+// small whole numbers, so that every order of summation gives the exact product, P poisoned with
+// a memset (no kernel of the kit's own runs, so every kernel ncu counts is the student's), one
+// call of `launch` on device pointers, then the check that P is exactly M * N. Returns 0, or
+// kWrongResult after printing kResultWrong when an element is unwritten or wrong: a count of
+// loads judges only a kernel that computes P.
+int run_counted_matmul(const std::string& program, int width, int tile,
+                       const std::function<void(const float*, const float*, float*)>& launch);
+
 // The index of the first of `count` floats at d_out (device memory) still holding the poison
 // of kit/poison.hpp, that is never written; -1 when every one was.
 long long first_unwritten(const float* d_out, std::size_t count);

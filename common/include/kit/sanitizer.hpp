@@ -33,22 +33,25 @@ inline bool is_executable(const std::string& path) {
   return !path.empty() && access(path.c_str(), X_OK) == 0;
 }
 
-// compute-sanitizer: on PATH, else in cuda_bin_dir (where the kit's nvcc is), else in
-// /usr/local/cuda/bin. Empty when none is found.
-inline std::string find_compute_sanitizer(const std::string& cuda_bin_dir) {
+// A tool of the CUDA toolkit (compute-sanitizer, ncu): on PATH, else in cuda_bin_dir (where the
+// kit's nvcc is), else in /usr/local/cuda/bin. Empty when none is found.
+inline std::string find_cuda_tool(const std::string& name, const std::string& cuda_bin_dir) {
   const char* path = std::getenv("PATH");
   std::istringstream dirs(path != nullptr ? path : "");
   std::string dir;
   while (std::getline(dirs, dir, ':')) {
-    if (!dir.empty() && is_executable(dir + "/compute-sanitizer"))
-      return dir + "/compute-sanitizer";
+    if (!dir.empty() && is_executable(dir + "/" + name)) return dir + "/" + name;
   }
   for (const std::string& candidate : {cuda_bin_dir, std::string("/usr/local/cuda/bin")}) {
-    if (!candidate.empty() && is_executable(candidate + "/compute-sanitizer")) {
-      return candidate + "/compute-sanitizer";
+    if (!candidate.empty() && is_executable(candidate + "/" + name)) {
+      return candidate + "/" + name;
     }
   }
   return "";
+}
+
+inline std::string find_compute_sanitizer(const std::string& cuda_bin_dir) {
+  return find_cuda_tool("compute-sanitizer", cuda_bin_dir);
 }
 
 inline std::string shell_quote(const std::string& word) {
@@ -57,13 +60,11 @@ inline std::string shell_quote(const std::string& word) {
   return quoted + "'";
 }
 
-// Runs `tool_args` (e.g. "--tool racecheck") of compute-sanitizer on `probe probe_args`.
-inline Run run(const std::string& sanitizer_path, const std::string& tool_args,
-               const std::string& probe, const std::string& probe_args) {
+// Runs a shell command: its exit status and its output, stdout and stderr together (the first
+// MiB of it). The profiler's tests (kit/profiler.hpp) run Nsight Compute through it too.
+inline Run run_command(const std::string& command) {
   Run r;
-  r.command = shell_quote(sanitizer_path) + " " + tool_args + " --error-exitcode " +
-              std::to_string(kErrorsFound) + " --print-limit 20 " + shell_quote(probe) + " " +
-              probe_args;
+  r.command = command;
   FILE* pipe = popen((r.command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) {
     r.output = "popen failed: could not start a shell";
@@ -80,6 +81,14 @@ inline Run run(const std::string& sanitizer_path, const std::string& tool_args,
   else if (status != -1 && WIFSIGNALED(status))
     r.exit_code = 128 + WTERMSIG(status);
   return r;
+}
+
+// Runs `tool_args` (e.g. "--tool racecheck") of compute-sanitizer on `probe probe_args`.
+inline Run run(const std::string& sanitizer_path, const std::string& tool_args,
+               const std::string& probe, const std::string& probe_args) {
+  return run_command(shell_quote(sanitizer_path) + " " + tool_args + " --error-exitcode " +
+                     std::to_string(kErrorsFound) + " --print-limit 20 " + shell_quote(probe) +
+                     " " + probe_args);
 }
 
 // One run per entry of `probe_args`, side by side: the runs are independent, and each spends

@@ -1,5 +1,5 @@
 // Lab 03 part B's public tests: the tiled kernel's result, its shared memory, its barriers
-// (racecheck), its argument checks and its speed.
+// (racecheck), its global loads (Nsight Compute), its argument checks and its speed.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kit/locality.hpp"
 #include "kit/matmul_harness.hpp"
 #include "kit/poison.hpp"
 #include "kit/speed.hpp"
@@ -105,6 +106,16 @@ TEST_CASE("tiled kernel has no shared-memory race under racecheck", "[lab03][saf
          << kit::sanitizer::tail(one.output + many.output)
          << "hint: the kernel or its launch failed; the correctness tests show how.");
   }
+}
+
+TEST_CASE("tiled kernel loads from global memory TILE_WIDTH times less often than the naive kernel",
+          "[lab03][performance][gpu]") {
+  KIT_REQUIRE_GPU();
+  // Nsight Compute counts the kernel's global load instructions at both tile widths: a tiled
+  // kernel issues 2 per warp per phase, whatever the GPU (README section 10).
+  kit::check_tiled_global_loads(KIT_BUILT_PATH(KIT_PROBE_PATH), KIT_CUDA_BIN_DIR,
+                                {{16, "loads-16"}, {32, "loads-32"}},
+                                {"tiled_matmul_kernel", "README sections 5 and 10"});
 }
 
 TEST_CASE("host function rejects widths that are not positive multiples of the tile",

@@ -5,8 +5,11 @@
 //   lab03_probe transpose         block_transpose_kernel at block widths 4, 8, 16 and 32
 //   lab03_probe matmul-one-phase  tiled_matmul_kernel, width = TILE_WIDTH (16 and 32)
 //   lab03_probe matmul            tiled_matmul_kernel at width 64 (TILE_WIDTH 16 and 32)
-// Exit codes: 0 done, 1 a CUDA error or exception, 2 usage, 4 a wrong transpose or an
-// unwritten element of P.
+//   lab03_probe loads-16          tiled_matmul_kernel<16> once at kit::probe::kCountedMatmulWidth,
+//   lab03_probe loads-32          and <32>, for Nsight Compute to count its global loads (the
+//                                 locality test); the result must be exactly M * N
+// Exit codes: 0 done, 1 a CUDA error or exception, 2 usage, 4 a wrong transpose or matrix
+// product, or an unwritten element of P.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -48,6 +51,15 @@ int run_transpose() {
   return 0;
 }
 
+// One launch at one tile width, alone, for Nsight Compute to count (kit/locality.hpp).
+int run_counted(int tile) {
+  const int width = kit::probe::kCountedMatmulWidth;
+  return kit::probe::run_counted_matmul("lab03_probe", width, tile,
+                                        [=](const float* d_M, const float* d_N, float* d_P) {
+                                          lab03::launch_tiled_matmul(d_M, d_N, d_P, width, tile);
+                                        });
+}
+
 // Runs both tile widths at `width`. The values do not matter to racecheck; the check is only
 // that every element of P was written, so that an empty kernel cannot pass for a race-free one.
 int run_matmul(int width_16, int width_32) {
@@ -84,5 +96,7 @@ int main(int argc, char** argv) {
   return kit::probe::main(argc, argv, "lab03_probe",
                           {{"transpose", run_transpose},
                            {"matmul-one-phase", [] { return run_matmul(16, 32); }},
-                           {"matmul", [] { return run_matmul(64, 64); }}});
+                           {"matmul", [] { return run_matmul(64, 64); }},
+                           {"loads-16", [] { return run_counted(16); }},
+                           {"loads-32", [] { return run_counted(32); }}});
 }

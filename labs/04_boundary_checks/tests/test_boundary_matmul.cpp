@@ -1,5 +1,6 @@
 // Lab 04's public tests: results for awkward widths and rectangular shapes, out-of-bounds
-// accesses (guard bands and memcheck), shared memory, argument checks and speed.
+// accesses (guard bands and memcheck), shared memory, global loads (Nsight Compute), argument
+// checks and speed.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "boundary_matmul.h"
+#include "kit/locality.hpp"
 #include "kit/matmul_harness.hpp"
 #include "kit/poison.hpp"
 #include "kit/sanitizer.hpp"
@@ -168,6 +170,20 @@ TEST_CASE("both tiled kernels keep two TILE_WIDTH x TILE_WIDTH float tiles in sh
       if (!problem.empty()) FAIL_CHECK(kernel << "<" << tile << ">: " << problem);
     }
   }
+}
+
+TEST_CASE(
+    "boundary-checked kernel loads from global memory TILE_WIDTH times less often than the naive "
+    "kernel",
+    "[lab04][performance][gpu]") {
+  KIT_REQUIRE_GPU();
+  // As in lab 03: Nsight Compute counts the square kernel's global load instructions at both
+  // tile widths, on a width where every guard is true.
+  kit::check_tiled_global_loads(KIT_BUILT_PATH(KIT_PROBE_PATH), KIT_CUDA_BIN_DIR,
+                                {{16, "loads-16"}, {32, "loads-32"}},
+                                {"tiled_matmul_kernel",
+                                 "README section 7; lab 03's README, "
+                                 "section 10"});
 }
 
 TEST_CASE("host functions reject dimensions that are zero or negative", "[lab04][safety]") {

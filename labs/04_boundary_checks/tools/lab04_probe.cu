@@ -5,7 +5,11 @@
 //   lab04_probe selftest   an in-bounds kernel of the kit's own (is the sanitizer usable?)
 //   lab04_probe square     tiled_matmul_kernel at widths 1, 17, 33 and 50
 //   lab04_probe rect       rect_matmul_kernel on thin, wide and deep shapes
-// Exit codes: 0 done, 1 a CUDA error or exception, 2 usage, 4 an unwritten element of P.
+//   lab04_probe loads-16   tiled_matmul_kernel<16> once at kit::probe::kCountedMatmulWidth, and
+//   lab04_probe loads-32   <32>, for Nsight Compute to count its global loads (the locality
+//                          test); the result must be exactly M * N
+// Exit codes: 0 done, 1 a CUDA error or exception, 2 usage, 4 an unwritten element of P (or a
+// wrong one, in the loads modes).
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -66,8 +70,23 @@ int run_rect() {
   return 0;
 }
 
+// One launch of the square kernel at one tile width, alone, for Nsight Compute to count
+// (kit/locality.hpp). The width is a multiple of both tiles, so every guard is true: the count
+// is that of lab 03's kernel, whatever form the guards take.
+int run_counted(int tile) {
+  const int width = kit::probe::kCountedMatmulWidth;
+  return kit::probe::run_counted_matmul("lab04_probe", width, tile,
+                                        [=](const float* d_M, const float* d_N, float* d_P) {
+                                          lab04::launch_tiled_matmul(d_M, d_N, d_P, width, tile);
+                                        });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  return kit::probe::main(argc, argv, "lab04_probe", {{"square", run_square}, {"rect", run_rect}});
+  return kit::probe::main(argc, argv, "lab04_probe",
+                          {{"square", run_square},
+                           {"rect", run_rect},
+                           {"loads-16", [] { return run_counted(16); }},
+                           {"loads-32", [] { return run_counted(32); }}});
 }

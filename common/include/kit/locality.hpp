@@ -1,0 +1,134 @@
+// The locality test of the tiled labs (03, 04): the student's tiled kernel, run once by the
+// lab's probe under Nsight Compute, must issue no more global load instructions than a tiled
+// kernel does, TILE_WIDTH times fewer than the naive kernel. The test reports the ratio as the
+// metric "global_load_ratio"; the rubric turns it into partial credit (docs/architecture.md).
+#pragma once
+
+#include <catch2/catch_test_macros.hpp>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kit/gpu_gate.hpp"
+#include "kit/profiler.hpp"
+#include "kit/testing.hpp"
+
+namespace kit {
+
+// The global load instructions of a tiled kernel for a width x width product, width a multiple
+// of 32 and of the tile: each warp issues 2 (one element of M, one of N for each of its 32
+// threads) per phase, and there are width / tile phases. The naive kernel issues 2 per step of
+// k instead, tile times as many.
+inline double tiled_global_loads(int width, int tile) {
+  return 2.0 * (static_cast<double>(width) * width / 32.0) * (width / tile);
+}
+
+// One run of the probe to count: its mode and the tile width it runs at.
+struct LoadCountTrial {
+  int tile;
+  std::string probe_mode;
+};
+
+// What the test says about the student's kernel: its name and where the write-up explains the
+// tiles ("tiled_matmul_kernel", "README section 5").
+struct LoadCountLesson {
+  std::string kernel;
+  std::string readme;
+};
+
+namespace detail {
+
+inline std::string count_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f", value);
+  return text;
+}
+
+}  // namespace detail
+
+// The whole test: each trial's count over a tiled kernel's at the probe's width
+// (kit::probe::kCountedMatmulWidth); the worst one is the metric. Skips with the reason where
+// ncu is missing or may not read the counters; fails when the kernel's result is wrong or no
+// kernel ran.
+inline void check_tiled_global_loads(const std::string& probe, const std::string& cuda_bin_dir,
+                                     const std::vector<LoadCountTrial>& trials,
+                                     const LoadCountLesson& lesson) {
+  const int width = probe::kCountedMatmulWidth;
+  const std::string ncu = profiler::find_ncu(cuda_bin_dir);
+  if (ncu.empty()) {
+    SKIP("Nsight Compute (ncu) was found neither on PATH nor in "
+         << cuda_bin_dir
+         << " nor in /usr/local/cuda/bin; counting global loads needs it (it comes with the "
+            "CUDA toolkit)");
+  }
+  // ncu replays each kernel it profiles; no other process's kernels may run beside them.
+  const ExclusiveGpu alone;
+  double worst = 0.0;
+  int worst_tile = 0;
+  std::ostringstream report;
+  for (const LoadCountTrial& trial : trials) {
+    const profiler::Profile p =
+        profiler::profile(ncu, profiler::kGlobalLoads, probe, trial.probe_mode);
+    CAPTURE(trial.tile, p.run.command, p.run.exit_code);
+    if (p.permission_denied()) {
+      SKIP(
+          "Nsight Compute may not read the GPU's performance counters on this machine "
+          "(ERR_NVGPUCTRPERM: an administrator must allow it, "
+          "https://developer.nvidia.com/ERR_NVGPUCTRPERM), so global loads cannot be counted");
+    }
+    if (p.result_wrong()) {
+      FAIL(lesson.kernel << " at TILE_WIDTH " << trial.tile << ", width " << width
+                         << " computed a wrong P, so its loads were not judged:\n"
+                         << sanitizer::tail(p.run.output, 4)
+                         << "hint: make the correctness tests pass first; this test counts the "
+                            "loads only of a kernel that computes P.");
+    }
+    if (p.kernels.empty() || !p.result_right()) {
+      const std::string why = profiler::unusable_reason(ncu, profiler::kGlobalLoads, probe);
+      if (!why.empty()) SKIP(why);
+      if (p.result_right()) {
+        FAIL("P came out right, but Nsight Compute saw no kernel launched at TILE_WIDTH "
+             << trial.tile << ":\n"
+             << sanitizer::tail(p.run.output, 6)
+             << "hint: P was computed without a kernel (on the host?); the lab asks for "
+             << lesson.kernel << " to compute it on the GPU.");
+      }
+      FAIL("the probe failed under Nsight Compute (exit code "
+           << p.run.exit_code << "):\n"
+           << sanitizer::tail(p.run.output)
+           << "hint: the kernel or its launch failed; the correctness tests show how.");
+    }
+    const double expected = tiled_global_loads(width, trial.tile);
+    const double ratio = p.total() / expected;
+    report << "TILE_WIDTH " << trial.tile << ", width " << width << ": "
+           << detail::count_text(p.total()) << " global load instructions in " << p.kernels.size()
+           << (p.kernels.size() == 1 ? " kernel" : " kernels") << "; a tiled kernel issues "
+           << detail::count_text(expected) << " (2 per warp per phase), the naive kernel "
+           << trial.tile << " times as many\n";
+    if (ratio > worst) {
+      worst = ratio;
+      worst_tile = trial.tile;
+    }
+  }
+  WARN(report.str());
+  // Above 1.05 the kernel issues loads that a tiled kernel does not: say how many times as many.
+  if (worst > 1.05) {
+    char times[16];
+    std::snprintf(times, sizeof times, "%.1f", worst);
+    std::ostringstream hint;
+    hint << "hint: at TILE_WIDTH " << worst_tile << " your kernel issues " << times
+         << "x the global load instructions of a tiled kernel";
+    if (std::fabs(worst - worst_tile) < 0.05 * worst_tile) {
+      hint << ", as many as the naive kernel of lab 02";
+    }
+    hint << ": is the inner loop reading Mds and Nds? Every element a thread needs should come "
+            "from the tiles, loaded once per phase ("
+         << lesson.readme << ").";
+    WARN(hint.str());
+  }
+  KIT_METRIC("global_load_ratio", worst);
+}
+
+}  // namespace kit

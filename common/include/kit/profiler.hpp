@@ -1,0 +1,146 @@
+// Counting what a kernel did with Nsight Compute (ncu) from a test: a lab's probe runs the
+// student's kernel once, ncu counts one metric over every kernel the probe launched, and the
+// test compares the count with what the lesson predicts (kit/locality.hpp).
+#pragma once
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kit/probe.hpp"
+#include "kit/sanitizer.hpp"
+
+namespace kit::profiler {
+
+// Warp-level global load instructions: one for each warp that issues a load from global memory,
+// whatever the number of its threads. On the H100 at width 2048 (docs/architecture.md): 536.9 M
+// for the naive kernel, 33.6 M for the tiled kernel at TILE_WIDTH 16, 16.8 M at 32.
+inline const std::string kGlobalLoads = "smsp__inst_executed_op_global_ld.sum";
+
+struct KernelCount {
+  std::string kernel;  // as ncu names it, e.g. "void lab03::tiled_matmul_kernel<16>(...)"
+  double value = 0.0;
+};
+
+struct Profile {
+  sanitizer::Run run;                // ncu's run of the probe: command, exit status, output
+  std::vector<KernelCount> kernels;  // one per kernel launch ncu profiled, in launch order
+
+  double total() const {
+    double sum = 0.0;
+    for (const KernelCount& k : kernels) sum += k.value;
+    return sum;
+  }
+  // ncu ran but may not read the GPU's performance counters here (an administrator's setting).
+  bool permission_denied() const {
+    return run.output.find("ERR_NVGPUCTRPERM") != std::string::npos;
+  }
+  // The probe checked the kernel's result (kit::probe::run_counted_matmul) and found it right
+  // or wrong; neither when the probe did not get that far.
+  bool result_right() const { return has_line(probe::kResultRight); }
+  bool result_wrong() const { return has_line(probe::kResultWrong); }
+
+ private:
+  bool has_line(const std::string& line) const {
+    std::istringstream in(run.output);
+    std::string l;
+    while (std::getline(in, l)) {
+      if (l == line) return true;
+    }
+    return false;
+  }
+};
+
+inline std::string find_ncu(const std::string& cuda_bin_dir) {
+  return sanitizer::find_cuda_tool("ncu", cuda_bin_dir);
+}
+
+// The fields of one line of CSV: "a","b,c",d gives a | b,c | d.
+inline std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      fields.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      fields.emplace_back();
+    } else if (c != '\r') {
+      fields.back() += c;
+    }
+  }
+  return fields;
+}
+
+// A metric value as ncu prints it: digits, perhaps with thousands separators ("65,536").
+// Negative when it is not a number.
+inline double metric_value(const std::string& text) {
+  std::string digits;
+  for (char c : text) {
+    if (c != ',') digits += c;
+  }
+  if (digits.empty()) return -1.0;
+  char* end = nullptr;
+  const double value = std::strtod(digits.c_str(), &end);
+  return end != nullptr && *end == '\0' ? value : -1.0;
+}
+
+// The metric's value for every kernel in the output of `ncu --csv` (the probe's own lines
+// around it are skipped): the rows after a header that names "Kernel Name", "Metric Name" and
+// "Metric Value", whose Metric Name is `metric`.
+inline std::vector<KernelCount> parse_csv(const std::string& output, const std::string& metric) {
+  std::vector<KernelCount> counts;
+  std::istringstream in(output);
+  std::string line;
+  int kernel_col = -1, name_col = -1, value_col = -1;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] != '"') continue;  // ncu's ==PROF== lines, the probe's output
+    const std::vector<std::string> fields = csv_fields(line);
+    bool header = false;
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      if (fields[i] == "Kernel Name") kernel_col = static_cast<int>(i), header = true;
+      if (fields[i] == "Metric Name") name_col = static_cast<int>(i);
+      if (fields[i] == "Metric Value") value_col = static_cast<int>(i);
+    }
+    if (header || kernel_col < 0 || name_col < 0 || value_col < 0) continue;
+    const auto at = [&](int col) {
+      return col < static_cast<int>(fields.size()) ? fields[static_cast<std::size_t>(col)] : "";
+    };
+    if (at(name_col) != metric) continue;
+    const double value = metric_value(at(value_col));
+    if (value >= 0.0) counts.push_back({at(kernel_col), value});
+  }
+  return counts;
+}
+
+// Runs the probe in mode `probe_args` under ncu, which counts `metric` for every kernel it
+// launches. The counts are exact whatever the clock and the caches, so ncu is told to leave both
+// alone: it changes no setting of the GPU, and needs no right to.
+inline Profile profile(const std::string& ncu, const std::string& metric, const std::string& probe,
+                       const std::string& probe_args) {
+  Profile p;
+  p.run = sanitizer::run_command(sanitizer::shell_quote(ncu) + " --metrics " + metric +
+                                 " --csv --print-units base --clock-control none"
+                                 " --cache-control none " +
+                                 sanitizer::shell_quote(probe) + " " + probe_args);
+  p.kernels = parse_csv(p.run.output, metric);
+  return p;
+}
+
+// Why ncu cannot count `metric` on this machine, or "" when it can: its run of the probe's own
+// kernel (mode "selftest") must give a count. Asked only after a run of the student's kernel
+// gave none, before that is blamed on the student.
+inline std::string unusable_reason(const std::string& ncu, const std::string& metric,
+                                   const std::string& probe) {
+  const Profile self = profile(ncu, metric, probe, "selftest");
+  if (self.run.exit_code == 0 && !self.kernels.empty()) return "";
+  return "Nsight Compute cannot count " + metric +
+         " on this machine: its run of the probe's own kernel gave no count (exit code " +
+         std::to_string(self.run.exit_code) + "):\n" + sanitizer::tail(self.run.output, 8);
+}
+
+}  // namespace kit::profiler
