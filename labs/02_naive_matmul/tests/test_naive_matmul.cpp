@@ -115,7 +115,20 @@ TEST_CASE("host function frees every device buffer it allocates", "[lab02][resou
   const kit::MatmulProblem problem = kit::make_matmul_problem(width, width, width, 5000);
   std::vector<float> P(problem.M.size(), kit::poison_value());
   const kit::ExclusiveGpu alone;  // free memory is the device's: no other process may allocate
+  size_t free_at_start = 0, free_after_warmup = 0, total = 0;
+  KIT_CUDA_CHECK(cudaMemGetInfo(&free_at_start, &total));
   lab02::naive_matmul(problem.M.data(), problem.N.data(), P.data(), width, 32);  // warm-up
+  KIT_CUDA_CHECK(cudaMemGetInfo(&free_after_warmup, &total));
+  {
+    // The first call may load the kernel's code (a few MiB, once); far more than that is memory
+    // the call kept, which the loop below would not see again once the device is full.
+    const double kept_mib = (double(free_at_start) - double(free_after_warmup)) / (1 << 20);
+    CAPTURE(kept_mib);
+    INFO("hint: the first call kept " << kept_mib
+                                      << " MiB of device memory after it returned; every "
+                                         "cudaMalloc needs a cudaFree.");
+    REQUIRE(kept_mib < 256.0);
+  }
   {
     // A host function that allocates nothing frees everything: judge only one that computes P.
     INFO(
@@ -123,7 +136,7 @@ TEST_CASE("host function frees every device buffer it allocates", "[lab02][resou
         "correctness tests pass first.");
     KIT_REQUIRE_MATRIX(kit::compare_with_diagnoses(P, problem));
   }
-  size_t free_before = 0, free_after = 0, total = 0;
+  size_t free_before = 0, free_after = 0;
   KIT_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
   for (int i = 0; i < 8; ++i) {
     lab02::naive_matmul(problem.M.data(), problem.N.data(), P.data(), width, 32);
