@@ -13,6 +13,7 @@ The script writes PNG files into --out; exit code 3 means matplotlib is missing.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,22 @@ def plot_charts(lab: Lab, kit_root: Path, program: Path, out_dir: Path) -> Chart
         return Charts(note="charts not drawn: matplotlib is not installed where the grader runs")
     if drawn.timed_out or drawn.returncode != 0:
         last = drawn.output.strip().splitlines()[-1:] or ["no output"]
-        return Charts(note=f"charts not drawn: {lab.charts.script} failed: {last[0]}")
+        line = without_paths(
+            last[0], {program: program.name, out_dir: "the charts folder", kit_root: "the kit"}
+        )
+        return Charts(note=f"charts not drawn: {lab.charts.script} failed: {line}")
     files = {path.name: path.read_bytes() for path in sorted(out_dir.glob("*.png")) if path.is_file()}
     return Charts(files=files, note="" if files else f"charts not drawn: {lab.charts.script} wrote no PNG")
+
+
+# An absolute path of two or more parts (/a/b, /tmp/x.png); a lone "/" (as in "1/2") is not one.
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~-])/(?:[^\s/:'\"]+/)+([^\s/:'\"]*)")
+
+
+def without_paths(text: str, known: dict[Path, str]) -> str:
+    """`text` for a student's feedback: the grading machine's folders are not theirs to see (and
+    mean nothing to them). Each known path becomes its name for them, any other absolute path
+    its last part."""
+    for path, name in sorted(known.items(), key=lambda item: -len(str(item[0]))):
+        text = text.replace(str(path), name)
+    return _ABSOLUTE_PATH.sub(lambda match: match.group(1) or "/", text)

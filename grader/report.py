@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -95,8 +96,17 @@ def _overall_output(score: SubmissionScore) -> str:
     return "\n".join(lines)
 
 
+def shown_to_students(test: TestScore) -> bool:
+    """Whether feedback.txt shows a test: only what results.json marks "visible", the one
+    visibility Gradescope shows at once. feedback.txt is written when grading, before or after
+    the due date, so a "hidden" or "after_due_date" test shows neither its name nor its result
+    there (docs/instructors.md, "What students see")."""
+    return test.visibility == "visible"
+
+
 def feedback_text(score: SubmissionScore) -> str:
-    """What the student reads: every lab, every test with its points, reasons and hints."""
+    """What the student reads: every lab, every test the rubric lets them see with its points,
+    reasons and hints, and how many points the tests not shown are worth."""
     lines = [f"Feedback for {score.student_id}"]
     if score.error:
         lines += [
@@ -106,22 +116,49 @@ def feedback_text(score: SubmissionScore) -> str:
         ]
     lines += _refusal_lines(score)
     for lab in score.labs:
-        lines += [""] + lab_feedback_lines(lab)
-    lines += ["", f"Score: {format_points(score.points)}/{format_points(score.max_points)}"]
+        lines += [""] + lab_feedback_lines(lab, student=True)
+    tests = [test for lab in score.labs for test in lab.tests]
+    shown = [test for test in tests if shown_to_students(test)]
+    not_shown = sum(test.max_points for test in tests if not shown_to_students(test))
+    if not_shown:
+        earned = sum(test.points for test in shown)
+        possible = sum(test.max_points for test in shown)
+        lines += [
+            "",
+            f"Score on the tests shown: {format_points(earned)}/{format_points(possible)}",
+            f"Tests not shown here are worth {format_points(not_shown)} more points; your "
+            "instructor releases the total.",
+        ]
+    else:
+        lines += ["", f"Score: {format_points(score.points)}/{format_points(score.max_points)}"]
     return "\n".join(lines) + "\n"
 
 
-def lab_feedback_lines(lab: LabScore) -> list[str]:
-    lines = [f"Lab {lab.lab_id}: {lab.title}  ({format_points(lab.points)}/{format_points(lab.max_points)})"]
+def lab_feedback_lines(lab: LabScore, student: bool = False) -> list[str]:
+    """One lab's tests with their points, reasons and hints. For the student (feedback.txt) only
+    the tests results.json marks visible, and one line for the rest; for staff (validate) all."""
+    tests = [test for test in lab.tests if not student or shown_to_students(test)]
+    hidden = [test for test in lab.tests if test not in tests]
+    if hidden:
+        earned = sum(test.points for test in tests)
+        possible = sum(test.max_points for test in tests)
+        points = f"{format_points(earned)}/{format_points(possible)} on the tests shown"
+    else:
+        points = f"{format_points(lab.points)}/{format_points(lab.max_points)}"
+    lines = [f"Lab {lab.lab_id}: {lab.title}  ({points})"]
     if lab.problem:
         lines.append(f"  {lab.problem}")
         lines += _indented(lab.build_log, "    ")
-    width = max((len(test.name) for test in lab.tests), default=0)
-    for test in lab.tests:
+    width = max((len(test.name) for test in tests), default=0)
+    for test in tests:
         lines.append(f"  {status_line(test, width)}")
-        # A hidden test's name and points are public (the rubric is), its checks are not.
-        details = test.visibility != "hidden"
-        lines += ["        " + line for line in _test_lines(lab, test, show_details=details)]
+        lines += ["        " + line for line in _test_lines(lab, test, show_details=True)]
+    if hidden:
+        worth = format_points(sum(test.max_points for test in hidden))
+        lines.append(
+            f"  Not shown here: {len(hidden)} tests worth {worth} points, which the rubric makes "
+            "hidden or shown after the due date."
+        )
     if lab.charts.files:
         names = ", ".join(f"lab{lab.lab_id}/{name}" for name in lab.charts.files)
         lines.append(f"  Charts drawn from your code: {names}")
@@ -134,7 +171,7 @@ def _test_lines(lab: LabScore, test: TestScore, show_details: bool) -> list[str]
     if lab.problem and test.status is Status.NOT_BUILT:
         # The compiler output is told once, at the lab, not under every test.
         return [f"not run: {lab.problem} (see the lab's messages)"]
-    lines = list(test.reasons) + [f"hint: {hint}" for hint in test.hints]
+    lines = list(test.reasons) + [f"hint: {hint}" for hint in grouped_hints(test.hints)]
     if show_details and test.status not in (Status.PASSED, Status.SKIPPED):
         shown = [
             line
@@ -146,6 +183,24 @@ def _test_lines(lab: LabScore, test: TestScore, show_details: bool) -> list[str]
         if len(shown) > DETAILS_SHOWN_LINES:
             lines.append(f"[... {len(shown) - DETAILS_SHOWN_LINES} more lines]")
     return lines
+
+
+def grouped_hints(hints: Sequence[str]) -> list[str]:
+    """Each hint once, in the order first given: a hint repeated word for word, or with only its
+    numbers changed (the same rule broken in several configurations), is shown once with how
+    many times it came."""
+    groups: dict[str, list[str]] = {}
+    for hint in hints:
+        groups.setdefault(re.sub(r"\d+(?:\.\d+)?", "#", hint), []).append(hint)
+    shown = []
+    for same in groups.values():
+        if len(same) == 1:
+            shown.append(same[0])
+        elif all(hint == same[0] for hint in same):
+            shown.append(f"{same[0]} [{len(same)} times]")
+        else:
+            shown.append(f"{same[0]} [{len(same)} times, with other numbers]")
+    return shown
 
 
 def _first_line(error: str) -> str:
@@ -352,7 +407,7 @@ def _check_test_lines(metric: str | None, scored: TestScore, width: int) -> list
         ]
     lines = [status_line(scored, width)]
     lines += [f"      {reason}" for reason in scored.reasons]
-    lines += [f"      hint: {hint}" for hint in scored.hints]
+    lines += [f"      hint: {hint}" for hint in grouped_hints(scored.hints)]
     if scored.status in (Status.FAILED, Status.CRASHED):
         lines += [
             f"      {line}"

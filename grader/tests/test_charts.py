@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from grader.build import BuildConfig
-from grader.charts import draw_charts
+from grader.charts import draw_charts, without_paths
 from grader.errors import GraderError
 from grader.report import feedback_text, write_submission_report
 from grader.rubric import load_rubric
@@ -87,3 +87,28 @@ def test_a_rubric_naming_a_missing_chart_script_is_refused(tmp_path: Path) -> No
     (rubric.parent / "plot.py").unlink()
     with pytest.raises(GraderError, match=r"\[lab.charts\] script = 'plot.py' is not a file"):
         load_rubric(rubric)
+
+
+def test_a_failing_script_never_shows_the_grading_machines_paths(tmp_path: Path) -> None:
+    script = """\
+        import sys
+        program = sys.argv[sys.argv.index("--curves") + 1]
+        print(f"plot_occupancy.py: {program} --preset 9.0 failed in /srv/grading/work/x/run.py")
+        sys.exit(1)
+    """
+    kit, rubric, config = make_kit(tmp_path, script)
+    charts = draw_charts(load_rubric(rubric), kit, kit / "build", tmp_path / "out", config)
+    assert str(tmp_path) not in charts.note and "/srv" not in charts.note
+    assert (
+        charts.note
+        == "charts not drawn: plot.py failed: plot_occupancy.py: lab06_curves --preset 9.0 failed in run.py"
+    )
+
+
+def test_without_paths_keeps_ratios_and_names_known_folders() -> None:
+    known = {Path("/w/alice/charts"): "the charts folder"}
+    assert (
+        without_paths("wrote /w/alice/charts/a.png, 3/4 done", known)
+        == "wrote the charts folder/a.png, 3/4 done"
+    )
+    assert without_paths("see /usr/lib/python3/x.py", {}) == "see x.py"

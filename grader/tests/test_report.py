@@ -7,6 +7,8 @@ from grader.collect import Refusal
 from grader.report import (
     feedback_text,
     gpu_skip_notice,
+    grouped_hints,
+    lab_feedback_lines,
     results_json,
     summary_text,
     write_gradebook,
@@ -129,7 +131,7 @@ def test_results_json_reports_a_grader_failure():
 
 def test_feedback_lists_every_test_with_points_reasons_and_hints():
     text = feedback_text(sample_score())
-    assert "Lab 02: Demo matmul  (15/35)" in text
+    assert "Lab 02: Demo matmul  (15/30 on the tests shown)" in text
     assert "OK    result matches                 (10/10)" in text
     assert "FAIL  result matches for odd widths  (0/10)" in text
     assert "hint: the last partial block is missing" in text
@@ -138,18 +140,60 @@ def test_feedback_lists_every_test_with_points_reasons_and_hints():
     assert "PART  kernel speed" in text
     assert "lab03 did not compile" in text and "other.cu(3): error: expected a ;" in text
     assert "notes.txt: not a file of any lab" in text
-    assert text.rstrip().endswith("Score: 15/55")
+    assert "Score on the tests shown: 15/50" in text
 
 
-def test_feedback_shows_a_hidden_tests_result_but_not_its_checks():
-    text = feedback_text(sample_score())
-    assert "FAIL  hidden widths" in text and "secret width 1025" not in text
+def test_feedback_shows_only_the_tests_results_json_marks_visible():
+    score = sample_score()
+    score.labs[0].tests.append(
+        Scored("after the deadline", 0, 4, Status.FAILED, reasons=["failed"], visibility="after_due_date")
+    )
+    text = feedback_text(score)
+    # feedback.txt follows results.json: a test it does not mark visible is not named there,
+    # nor its result, points, hints or checks; only what the tests not shown are worth.
+    for test in results_json(score)["tests"]:
+        name = test["name"].split(": ", 1)[1]
+        assert (name in text) == (test["visibility"] == "visible"), name
+    assert "secret width 1025" not in text
+    assert "Not shown here: 2 tests worth 9 points" in text
+    assert "Tests not shown here are worth 9 more points" in text
+    assert "Score: 15/" not in text  # the total would tell how the hidden tests went
+
+
+def test_feedback_without_hidden_tests_shows_the_whole_score():
+    score = sample_score()
+    score.labs[0].tests.pop()  # the hidden one
+    text = feedback_text(score)
+    assert "Lab 02: Demo matmul  (15/30)" in text
+    assert text.rstrip().endswith("Score: 15/50")
+    assert "Not shown here" not in text
+
+
+def test_staff_see_every_test_with_its_checks():
+    lines = "\n".join(lab_feedback_lines(sample_score().labs[0]))
+    assert "FAIL  hidden widths" in lines and "secret width 1025" in lines
+    assert "Not shown here" not in lines
+
+
+def test_a_hint_repeated_is_shown_once_with_a_count():
+    reserved = "the driver reserves 1024 bytes for every block ({} + 1024 -> {}, README 4.3)."
+    hints = [reserved.format(32257, 33408), "README section 4.3.", reserved.format(9830, 10880)]
+    hints += [reserved.format(1, 1152)] * 2 + ["README section 4.3."]
+    assert grouped_hints(hints) == [
+        reserved.format(32257, 33408) + " [4 times, with other numbers]",
+        "README section 4.3. [2 times]",
+    ]
+    assert grouped_hints(["a", "b"]) == ["a", "b"]
+    score = sample_score()
+    score.labs[0].tests[1].hints = [reserved.format(n, n + 1024) for n in range(18)]
+    text = feedback_text(score)
+    assert text.count("the driver reserves") == 1 and "[18 times, with other numbers]" in text
 
 
 def test_reports_are_written_to_the_students_folder(tmp_path):
     write_submission_report(tmp_path / "alice", sample_score())
     assert json.loads((tmp_path / "alice" / "results.json").read_text())["score"] == 15
-    assert "Score: 15/55" in (tmp_path / "alice" / "feedback.txt").read_text()
+    assert "Score on the tests shown: 15/50" in (tmp_path / "alice" / "feedback.txt").read_text()
 
 
 def test_gradebook_has_one_row_per_student_and_one_column_per_lab(tmp_path):
