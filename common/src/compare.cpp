@@ -13,6 +13,8 @@ namespace {
 enum class Cell { ok, unwritten, not_finite, wrong };
 
 constexpr int kShownMismatches = 5;
+// The widest block of the labs: square blocks and tiles of up to 32 x 32 threads.
+constexpr int kMaxBlockWidth = 32;
 
 struct Tally {
   std::vector<Cell> cells;
@@ -231,8 +233,18 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
       if (r_end < rows) h << rows - r_end << " row(s)";
       if (r_end < rows && c_end < cols) h << " and the last ";
       if (c_end < cols) h << cols - c_end << " column(s)";
-      h << " were never written: the grid does not cover the whole matrix. Round the number "
-           "of blocks up: (width + block - 1) / block.";
+      h << " were never written: the grid does not cover the whole matrix.";
+      // A grid rounded down misses less than one block, and the kit's blocks are square, at
+      // most 32 x 32 threads (1024 a block): a larger gap has another cause.
+      if (rows - r_end < kMaxBlockWidth && cols - c_end < kMaxBlockWidth) {
+        h << " Round the number of blocks up: (width + block - 1) / block.";
+      } else {
+        h << " The blocks cover only the first " << r_end << " row(s) and " << c_end
+          << " column(s), more than a grid rounded down can miss (less than one block, at most "
+          << kMaxBlockWidth - 1
+          << "): check that the grid's x counts blocks along the columns of P and its y along "
+             "its rows, and that the block is as large as the grid's arithmetic assumes.";
+      }
       hints.push_back(h.str());
     } else if (tile > 0 &&
                t.unwritten ==
@@ -351,6 +363,19 @@ std::vector<Alternative> matmul_index_mistakes(const std::vector<float>& M,
       {"M is read transposed: the product matches M-transposed times N. Index M "
        "as M[row * width + k], not M[k * width + row].",
        product_values(transposed(M), N, width, width, width)});
+  // The operands themselves mixed up: in the kernel's arguments, its indexing or the copies in.
+  mistakes.push_back(
+      {"the result is N times M: M and N trade places somewhere (the order of the launch's "
+       "arguments, or M and N swapped in the kernel's dot product). P = M * N.",
+       product_values(N, M, width, width, width)});
+  mistakes.push_back(
+      {"the result is M times M: the matrix in N's place holds M (was h_M copied into d_N, or "
+       "M read where N should be?).",
+       product_values(M, M, width, width, width)});
+  mistakes.push_back(
+      {"the result is N times N: the matrix in M's place holds N (was h_N copied into d_M, or "
+       "N read where M should be?).",
+       product_values(N, N, width, width, width)});
   return mistakes;
 }
 

@@ -60,7 +60,7 @@ TEST_CASE("comparison says when the last rows and columns are missing", "[common
 TEST_CASE("comparison recognises a transposed result and N read transposed", "[common]") {
   const Case c = make_case(24);
   const auto mistakes = kit::matmul_index_mistakes(c.M, c.N, 24);
-  REQUIRE(mistakes.size() == 3);
+  REQUIRE(mistakes.size() == 6);
 
   std::vector<float> transposed(c.right.size());
   for (int r = 0; r < 24; ++r)
@@ -77,6 +77,38 @@ TEST_CASE("comparison recognises a transposed result and N read transposed", "[c
     }
   CHECK_THAT(kit::compare_matrix(n_transposed, c.ref, {}, 0, mistakes).report,
              ContainsSubstring("hint: N is read transposed"));
+}
+
+TEST_CASE("comparison recognises the operands swapped or one of them twice", "[common]") {
+  const Case c = make_case(24);
+  const auto mistakes = kit::matmul_index_mistakes(c.M, c.N, 24);
+  const auto product = [](const std::vector<float>& A, const std::vector<float>& B) {
+    std::vector<float> out(A.size());
+    for (int r = 0; r < 24; ++r)
+      for (int col = 0; col < 24; ++col) {
+        double sum = 0;
+        for (int k = 0; k < 24; ++k) sum += double(A[r * 24 + k]) * B[k * 24 + col];
+        out[r * 24 + col] = static_cast<float>(sum);
+      }
+    return out;
+  };
+  CHECK_THAT(kit::compare_matrix(product(c.N, c.M), c.ref, {}, 0, mistakes).report,
+             ContainsSubstring("hint: the result is N times M"));
+  CHECK_THAT(kit::compare_matrix(product(c.M, c.M), c.ref, {}, 0, mistakes).report,
+             ContainsSubstring("hint: the result is M times M"));
+  CHECK_THAT(kit::compare_matrix(product(c.N, c.N), c.ref, {}, 0, mistakes).report,
+             ContainsSubstring("hint: the result is N times N"));
+}
+
+TEST_CASE("comparison does not blame rounding for a gap wider than a block", "[common]") {
+  const Case c = make_case(80);
+  std::vector<float> got = c.right;
+  for (int r = 40; r < 80; ++r)
+    for (int col = 0; col < 80; ++col) got[r * 80 + col] = kit::poison_value();
+  const kit::Comparison cmp = kit::compare_matrix(got, c.ref);
+  CHECK_THAT(cmp.report, ContainsSubstring("the last 40 row(s) were never written") &&
+                             ContainsSubstring("more than a grid rounded down can miss") &&
+                             !ContainsSubstring("Round the number of blocks up"));
 }
 
 TEST_CASE("comparison tells computed NaN apart from unwritten elements", "[common]") {

@@ -33,8 +33,8 @@ Comparison compare_matrix(const std::vector<float>& got, const MatmulReference& 
                           const std::vector<Alternative>& alternatives = {});
 
 // The usual index mistakes of a matrix multiply, as alternatives for compare_matrix: the
-// result transposed, N read transposed, M read transposed. Empty above max_width (the
-// alternatives cost three more host products).
+// result transposed, N read transposed, M read transposed, and the operands mixed up (N * M,
+// M * M, N * N). Empty above max_width (the alternatives cost five more products).
 std::vector<Alternative> matmul_index_mistakes(const std::vector<float>& M,
                                                const std::vector<float>& N, int width,
                                                int max_width = 512);

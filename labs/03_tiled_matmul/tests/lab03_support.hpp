@@ -41,9 +41,39 @@ inline std::vector<float> tiles_transposed(const std::vector<float>& A, int widt
   return out;
 }
 
+// Columns [first, first + tile) of the rows x cols matrix A, as a rows x tile matrix; with `fold`,
+// the sum of all its column blocks of that width instead (block j's column k added into column k).
+inline std::vector<float> column_block(const std::vector<float>& A, int rows, int cols, int first,
+                                       int tile, bool fold) {
+  std::vector<double> out(static_cast<std::size_t>(rows) * tile, 0.0);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = fold ? 0 : first; c < (fold ? cols : first + tile); ++c) {
+      out[static_cast<std::size_t>(r) * tile + (c - first) % tile] +=
+          A[static_cast<std::size_t>(r) * cols + c];
+    }
+  }
+  return std::vector<float>(out.begin(), out.end());
+}
+
+// Rows [first, first + tile) of the rows x cols matrix A, as a tile x cols matrix; with `fold`,
+// the sum of all its row blocks of that height.
+inline std::vector<float> row_block(const std::vector<float>& A, int rows, int cols, int first,
+                                    int tile, bool fold) {
+  std::vector<double> out(static_cast<std::size_t>(tile) * cols, 0.0);
+  for (int r = fold ? 0 : first; r < (fold ? rows : first + tile); ++r) {
+    for (int c = 0; c < cols; ++c) {
+      out[static_cast<std::size_t>((r - first) % tile) * cols + c] +=
+          A[static_cast<std::size_t>(r) * cols + c];
+    }
+  }
+  return std::vector<float>(out.begin(), out.end());
+}
+
 // The mistakes particular to a tiled kernel, as alternatives for kit::compare_matrix: a tile of
-// M or of N used transposed (stored as Mds[tx][ty], or read as Mds[k][ty] or Nds[tx][k]).
-// Empty above max_width, where the extra host products would cost too much.
+// M or of N used transposed (stored as Mds[tx][ty], or read as Mds[k][ty] or Nds[tx][k]); with
+// two phases or more, a load without the phase offset (every phase then uses the first tile of M,
+// or of N) and a phase loop one phase short. Empty above max_width, where the extra products
+// would cost too much.
 inline std::vector<kit::Alternative> tile_mistakes(const kit::MatmulProblem& p, int tile,
                                                    int max_width = 512) {
   std::vector<kit::Alternative> mistakes;
@@ -61,6 +91,32 @@ inline std::vector<kit::Alternative> tile_mistakes(const kit::MatmulProblem& p, 
        "transposed. Store Nds[ty][tx] = N[(ph * TILE_WIDTH + ty) * width + col] "
        "and read Nds[k][tx] in the inner product (README section 5).",
        kit::product_values(p.M, N_t, w, w, w)});
+  if (w / tile < 2) return mistakes;  // one phase: these mistakes change nothing
+  // Mds[ty][tx] = M[row * width + tx]: every phase multiplies M's first tile column by the
+  // phase's tile of N, so P = M[:, 0:tile] times the sum of N's row blocks.
+  mistakes.push_back(
+      {"every phase used the first tile of M: the result is M's first TILE_WIDTH columns times "
+       "the sum of N's tiles down each column. The load of Mds misses the phase offset: "
+       "M[row * width + ph * TILE_WIDTH + tx] (README section 5).",
+       kit::product_values(column_block(p.M, w, w, 0, tile, false),
+                           row_block(p.N, w, w, 0, tile, true), w, tile, w)});
+  mistakes.push_back(
+      {"every phase used the first tile of N: the result is the sum of M's tiles along each row "
+       "times N's first TILE_WIDTH rows. The load of Nds misses the phase offset: "
+       "N[(ph * TILE_WIDTH + ty) * width + col] (README section 5).",
+       kit::product_values(column_block(p.M, w, w, 0, tile, true),
+                           row_block(p.N, w, w, 0, tile, false), w, tile, w)});
+  // The last phase's terms missing from every element: the reference minus that phase.
+  std::vector<double> short_one = p.ref.value;
+  const std::vector<double> last_phase =
+      kit::product_values(column_block(p.M, w, w, w - tile, tile, false),
+                          row_block(p.N, w, w, w - tile, tile, false), w, tile, w);
+  for (std::size_t i = 0; i < short_one.size(); ++i) short_one[i] -= last_phase[i];
+  mistakes.push_back({"every element misses exactly the terms of the last phase (k = " +
+                          std::to_string(w - tile) + " to " + std::to_string(w - 1) +
+                          "): the phase loop stops one phase short. Run it while ph < width / "
+                          "TILE_WIDTH (README section 5).",
+                      std::move(short_one)});
   return mistakes;
 }
 
