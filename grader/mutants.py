@@ -23,6 +23,16 @@ reference that a mutant's edit no longer fits is an error naming the mutant and 
 a mutant that silently stopped testing anything. The sample students are the reference (every
 lab's reference files) and one student per mutant (the reference with its file edited);
 `validate` grades them and `grade` with no argument grades them as a class.
+
+`validate` also grades each lab's bare skeleton (the files of labs/NN_slug/ as handed out):
+it must fail every scored test, except those the lab's `[skeleton]` table lets it pass, each
+with the reason a do-nothing solution may pass it:
+
+    [skeleton]
+
+    [[skeleton.may_pass]]
+    test = "answers file is complete and well formed"
+    reason = "..."
 """
 
 from __future__ import annotations
@@ -39,6 +49,8 @@ MUTANTS_FILE = "mutants.toml"
 MUTANT_KEYS = {"name", "file", "expect_loss", "expect_hint", "description", "edit"}
 VARIANT_KEYS = {"name", "file", "description", "edit"}
 EDIT_KEYS = {"find", "replace"}
+SKELETON_KEYS = {"may_pass"}
+MAY_PASS_KEYS = {"test", "reason"}
 REFERENCE_ID = "reference"
 
 
@@ -74,26 +86,76 @@ class Mutant:
         return self.lab.max_points if self.expect_loss is None else self.expect_loss
 
 
+@dataclass(frozen=True)
+class Skeleton:
+    """A lab's skeleton as handed out, and the tests it may pass (test name -> why)."""
+
+    lab: Lab
+    may_pass: dict[str, str]
+
+    @property
+    def student_id(self) -> str:
+        return f"{self.lab.tag}-skeleton"
+
+
 def strip_markers(text: str) -> str:
     """The reference as a student would have written it: without the KIT marker lines."""
     return "".join(line for line in text.splitlines(keepends=True) if not MARKER.match(line.rstrip("\n")))
 
 
-def load_mutants(kit: Kit, lab: Lab) -> list[Mutant]:
-    """The mutants a lab declares, by name, then its variants; none without a mutants.toml."""
+def _declared(kit: Kit, lab: Lab) -> tuple[Path, dict]:
+    """The lab's mutants.toml, parsed ({} without one), and its path."""
     path = kit.solution_dir(lab) / MUTANTS_FILE
     if not path.is_file():
-        return []
+        return path, {}
     try:
         declared = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise GraderError(f"{path}: not valid TOML ({error}); fix it and run make validate again") from None
-    unknown = set(declared) - {"mutant", "variant"}
+    unknown = set(declared) - {"mutant", "variant", "skeleton"}
     if unknown:
         raise GraderError(
-            f"{path}: unknown table {', '.join(sorted(unknown))}; only [[mutant]] and [[variant]] "
-            "entries belong here"
+            f"{path}: unknown table {', '.join(sorted(unknown))}; only [skeleton], [[mutant]] and "
+            "[[variant]] entries belong here"
         )
+    return path, declared
+
+
+def load_skeleton(kit: Kit, lab: Lab) -> Skeleton:
+    """The lab's [skeleton] table: the tests its skeleton may pass, each with its reason."""
+    path, declared = _declared(kit, lab)
+    table = declared.get("skeleton", {})
+    where = f"{path}: [skeleton]"
+    if not isinstance(table, dict) or set(table) - SKELETON_KEYS:
+        raise GraderError(f"{where}: its only key is may_pass, a [[skeleton.may_pass]] per test")
+    entries = table.get("may_pass", [])
+    if not isinstance(entries, list):
+        raise GraderError(f"{where}: may_pass is a [[skeleton.may_pass]] per test, with test and reason")
+    may_pass: dict[str, str] = {}
+    for number, entry in enumerate(entries, 1):
+        if (
+            not isinstance(entry, dict)
+            or set(entry) != MAY_PASS_KEYS
+            or not all(isinstance(entry[key], str) and entry[key].strip() for key in MAY_PASS_KEYS)
+        ):
+            raise GraderError(
+                f'{where}, may_pass {number}: write test = "<test name>" and reason = "<why a '
+                'skeleton may pass it>", both non-empty, and nothing else'
+            )
+        if lab.test(entry["test"]) is None:
+            raise GraderError(
+                f"{where}, may_pass {number}: lab {lab.id}'s rubric scores no test named "
+                f"{entry['test']!r}; copy the name from labs/{lab.slug}/rubric.toml"
+            )
+        if entry["test"] in may_pass:
+            raise GraderError(f"{where}: {entry['test']!r} is listed twice; list each test once")
+        may_pass[entry["test"]] = entry["reason"].strip()
+    return Skeleton(lab, may_pass)
+
+
+def load_mutants(kit: Kit, lab: Lab) -> list[Mutant]:
+    """The mutants a lab declares, by name, then its variants; none without a mutants.toml."""
+    path, declared = _declared(kit, lab)
     found = []
     for kind in ("mutant", "variant"):
         entries = [
@@ -213,6 +275,7 @@ class SampleStudent:
     files: dict[str, bytes]  # kit path ("labs/02_naive_matmul/naive_matmul.cu") -> contents
     mutant: Mutant | None = None
     labs: list[Lab] = field(default_factory=list)  # the labs this student is graded on
+    skeleton: Skeleton | None = None  # a lab's skeleton as handed out (mutant is then None)
 
 
 def reference_files(kit: Kit, labs: list[Lab]) -> dict[str, bytes]:
@@ -226,11 +289,23 @@ def reference_files(kit: Kit, labs: list[Lab]) -> dict[str, bytes]:
     return files
 
 
+def skeleton_files(kit: Kit, lab: Lab) -> dict[str, bytes]:
+    """The lab's student files as handed out (labs/NN_slug/), at their kit paths."""
+    files = {}
+    for name in lab.student_files:
+        source = kit.lab_dir(lab) / name
+        if not source.is_file():
+            raise GraderError(f"{source} is missing; run make handout to generate lab {lab.id}'s skeleton")
+        files[f"labs/{lab.slug}/{name}"] = source.read_bytes()
+    return files
+
+
 def sample_students(
-    kit: Kit, labs: list[Lab], mutant_lab_only: bool, variants: bool = False
+    kit: Kit, labs: list[Lab], mutant_lab_only: bool, variants: bool = False, skeletons: bool = False
 ) -> list[SampleStudent]:
     """The reference and one student per mutant (and per variant, with `variants`); with
-    mutant_lab_only, a mutant or variant is graded on its lab only."""
+    mutant_lab_only, a mutant or variant is graded on its lab only. With `skeletons`, one more
+    student per lab: its skeleton as handed out, graded on that lab."""
     if not kit.has_solutions:
         raise GraderError(
             "the sample class is made from solutions/, which this kit does not have; "
@@ -249,6 +324,12 @@ def sample_students(
         }
         files[f"labs/{mutant.lab.slug}/{mutant.kit_file}"] = mutant.source
         students.append(SampleStudent(mutant.student_id, files, mutant, graded))
+    if skeletons:
+        for lab in labs:
+            skeleton = load_skeleton(kit, lab)
+            students.append(
+                SampleStudent(skeleton.student_id, skeleton_files(kit, lab), None, [lab], skeleton)
+            )
     return students
 
 

@@ -1,5 +1,6 @@
 """`validate`: the reference and every correct variant must earn full marks; every mutant must
-lose its points and get its hint.
+lose its points and get its hint; each lab's bare skeleton must fail every test but those its
+[skeleton] table lets it pass (any other it passes is a vacuous test).
 
 Without a usable GPU the GPU tests are skipped, so only what could run is judged: a row that
 needed a skipped test to pass its check is "not run (no GPU)", not FAIL.
@@ -12,7 +13,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from .collect import submission_from_files
-from .mutants import REFERENCE_ID, Mutant, SampleStudent, sample_students
+from .mutants import REFERENCE_ID, Mutant, SampleStudent, Skeleton, sample_students
 from .pipeline import Engine, GradeOptions
 from .progress import PlainProgress, Progress
 from .report import format_points, lab_feedback_lines, text_table
@@ -111,11 +112,52 @@ def judge_mutant(mutant: Mutant, lab: LabScore, feedback: str, refused: Sequence
     return row(verdict=FAIL, note="; ".join(problems))
 
 
+def judge_skeleton(skeleton: Skeleton, lab: LabScore, refused: Sequence[str] = ()) -> Verdict:
+    """The bare skeleton: every scored test that ran must earn nothing, except those the lab
+    declares it may pass. A skipped test counts neither way, and the verdict says how many."""
+    declared = len([test for test in lab.tests if test.name in skeleton.may_pass])
+    ran = [test for test in lab.tests if test.status is not Status.SKIPPED]
+    row = partial(
+        Verdict,
+        student="skeleton",
+        lab_id=lab.lab_id,
+        expected_loss=f"all but {declared} declared" if declared else "all",
+        actual_loss=round(sum(test.max_points - test.points for test in ran), 2),
+        hint_shown="-",
+    )
+    if refused:
+        return row(verdict=FAIL, note="the skeleton as handed out was refused: " + "; ".join(refused))
+    if lab.problem:
+        return row(
+            verdict=FAIL,
+            note=f"the skeleton as handed out must build, and did not ({lab.problem}): no test "
+            "was judged; run make handout and make check",
+        )
+    # Earning any point is passing: a do-nothing solution must earn none.
+    vacuous = [test.name for test in ran if test.points > 0 and test.name not in skeleton.may_pass]
+    not_run = not_run_verdict(lab)
+    skips = f"{len(lab.skipped)} of {len(lab.tests)} tests {not_run}, counted neither way" if not_run else ""
+    if vacuous:
+        note = (
+            "passes what a do-nothing solution must fail (a vacuous test; or, if a skeleton may "
+            "pass it, declare it in [skeleton] may_pass with the reason): " + "; ".join(vacuous)
+        )
+        return row(verdict=FAIL, note=note + (f"; {skips}" if skips else ""))
+    if not_run:
+        # The tests that ran failed as they should; the skipped ones are judged where they run.
+        return row(verdict=f"{not_run[:-1]}: {len(lab.skipped)} of {len(lab.tests)} tests)", note=skips)
+    return row(verdict=OK)
+
+
 def judge_student(student: SampleStudent, score: SubmissionScore) -> list[Verdict]:
     refused = [f"{item.path}: {item.reason}" for item in score.refused]
     if score.error:
         refused.append(f"grader error: {score.error.splitlines()[0]}")
-    if student.mutant is None:
+    if student.skeleton is not None:
+        lab = score.lab(student.skeleton.lab.id)
+        assert lab is not None
+        verdicts = [judge_skeleton(student.skeleton, lab, refused)]
+    elif student.mutant is None:
         verdicts = [judge_reference(lab, refused) for lab in score.labs]
     elif student.mutant.is_variant:
         lab = score.lab(student.mutant.lab.id)
@@ -144,6 +186,7 @@ class ValidateReport:
     verdicts: list[Verdict]
     scores: dict[str, SubmissionScore]
     correct_ids: frozenset[str] = frozenset({REFERENCE_ID})  # the reference and the variants
+    skeleton_ids: frozenset[str] = frozenset()  # the bare skeletons, which lose every point
 
     @property
     def failed(self) -> list[Verdict]:
@@ -158,7 +201,7 @@ def run_validate(kit: Kit, options: GradeOptions, progress: Progress | None = No
     """Grades the sample students (a mutant on its own lab only) with one engine, concurrently."""
     students = {
         student.student_id: student
-        for student in sample_students(kit, options.labs, mutant_lab_only=True, variants=True)
+        for student in sample_students(kit, options.labs, mutant_lab_only=True, variants=True, skeletons=True)
     }
     progress = progress or PlainProgress()
     progress.start(len(students), 0)
@@ -183,9 +226,10 @@ def run_validate(kit: Kit, options: GradeOptions, progress: Progress | None = No
     correct = frozenset(
         student_id
         for student_id, student in students.items()
-        if student.mutant is None or student.mutant.is_variant
+        if student.skeleton is None and (student.mutant is None or student.mutant.is_variant)
     )
-    return ValidateReport(verdicts, scores, correct)
+    skeletons = frozenset(student_id for student_id, student in students.items() if student.skeleton)
+    return ValidateReport(verdicts, scores, correct, skeletons)
 
 
 def untested_tests(report: ValidateReport, labs: list[Lab]) -> dict[str, list[str]]:
@@ -196,8 +240,14 @@ def untested_tests(report: ValidateReport, labs: list[Lab]) -> dict[str, list[st
         ran = False
         for student_id, score in report.scores.items():
             lab_score = score.lab(lab.id)
-            if student_id in report.correct_ids or lab_score is None or lab_score.problem:
-                continue  # a lab that was not built tells nothing about single tests
+            # A lab that was not built tells nothing about single tests, nor does a skeleton,
+            # which loses them all.
+            if (
+                student_id in report.correct_ids | report.skeleton_ids
+                or lab_score is None
+                or lab_score.problem
+            ):
+                continue
             ran = True
             lost |= {
                 test.name

@@ -3,7 +3,14 @@
 import pytest
 
 from grader.errors import GraderError
-from grader.mutants import find_mutants, load_mutants, sample_students, strip_markers, write_sample_class
+from grader.mutants import (
+    find_mutants,
+    load_mutants,
+    load_skeleton,
+    sample_students,
+    strip_markers,
+    write_sample_class,
+)
 from grader.rubric import find_kit_root, load_kit
 
 
@@ -119,3 +126,79 @@ def test_a_variant_is_a_correct_rewrite_with_no_expected_loss(fake_kit):
 def test_an_edit_that_changes_nothing_is_refused(fake_kit):
     with pytest.raises(GraderError, match="leave the reference as it was"):
         declare(fake_kit, ONE_EDIT.replace('replace = ""', 'replace = "  if (row >= width) return;\\n"'))
+
+
+SKELETON = """\
+[skeleton]
+
+[[skeleton.may_pass]]
+test = "host function rejects a width of zero"
+reason = "the skeleton's host function already checks its arguments"
+
+"""
+
+
+def test_a_skeleton_table_lists_the_tests_it_may_pass_with_their_reasons(fake_kit):
+    mutants = declare(fake_kit, SKELETON + ONE_EDIT)  # the mutants around it are unaffected
+    assert [mutant.name for mutant in mutants] == ["no_bounds_check"]
+    kit = fake_kit.reload().kit
+    skeleton = load_skeleton(kit, kit.labs[0])
+    assert skeleton.may_pass == {
+        "host function rejects a width of zero": "the skeleton's host function already checks its arguments"
+    }
+    assert skeleton.student_id == "lab02-skeleton"
+    # Without the table (or without a mutants.toml) a skeleton may pass nothing.
+    assert load_skeleton(kit, kit.labs[1]).may_pass == {}
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (
+            ("host function rejects", "host function refuses"),
+            ["rubric scores no test", "labs/02_demo/rubric.toml"],
+        ),
+        (('reason = "the skeleton', 'why = "the skeleton'), ["may_pass 1", "test = "]),
+        (
+            ('reason = "the skeleton\'s host function already checks its arguments"', 'reason = " "'),
+            ["non-empty"],
+        ),
+        (("[skeleton]\n", "[skeleton]\nmay_fail = []\n"), ["its only key is may_pass"]),
+    ],
+)
+def test_skeleton_declaration_errors_say_what_to_write(fake_kit, change, words):
+    declare(fake_kit, SKELETON.replace(*change))
+    kit = fake_kit.reload().kit
+    with pytest.raises(GraderError) as caught:
+        load_skeleton(kit, kit.labs[0])
+    assert "mutants.toml: [skeleton]" in str(caught.value)
+    for word in words:
+        assert word in str(caught.value)
+
+
+def test_a_test_listed_twice_is_refused(fake_kit):
+    declare(fake_kit, SKELETON + SKELETON.replace("[skeleton]\n", ""))
+    kit = fake_kit.reload().kit
+    with pytest.raises(GraderError, match="listed twice"):
+        load_skeleton(kit, kit.labs[0])
+
+
+def test_validate_grades_each_labs_skeleton_as_handed_out_on_its_lab(fake_kit):
+    kit = fake_kit.kit
+    students = sample_students(kit, list(kit.labs), mutant_lab_only=True, skeletons=True)
+    skeletons = [student for student in students if student.skeleton is not None]
+    assert [s.student_id for s in skeletons] == ["lab02-skeleton", "lab03-skeleton"]
+    assert skeletons[0].files == {"labs/02_demo/demo.cu": (kit.root / "labs/02_demo/demo.cu").read_bytes()}
+    assert [lab.id for lab in skeletons[1].labs] == ["03"] and skeletons[1].mutant is None
+    # The sample class that make grade grades has no skeletons.
+    assert all(s.skeleton is None for s in sample_students(kit, list(kit.labs), mutant_lab_only=False))
+
+
+def test_every_skeleton_table_of_the_kit_names_tests_of_its_lab():
+    root = find_kit_root()
+    if not (root / "solutions").is_dir():
+        pytest.skip("a student kit has no solutions/")
+    kit = load_kit(root)
+    for lab in kit.labs:
+        for reason in load_skeleton(kit, lab).may_pass.values():
+            assert len(reason) > 20, lab.id

@@ -18,6 +18,7 @@ from grader.pipeline import check_lab, grade_class, grade_submission
 from grader.progress import PlainProgress, QuietProgress
 from grader.report import LOUD, check_lines
 from grader.score import CheckResult
+from grader.tests.conftest import LAB02_TESTS, LAB03_TESTS
 from grader.validate import run_validate, untested_tests
 
 GOOD_02 = b'#include "demo.h"\nint demo_host(int width) { return width; }\n'
@@ -191,15 +192,53 @@ def test_grade_class_refuses_a_folder_that_is_not_an_earlier_run(fake_kit, tmp_p
     assert (tmp_path / "out" / "notes.txt").read_text() == "mine\n"
 
 
+def skeletons_fail(fake_kit, only: Callable[[str], bool] = lambda name: True) -> None:
+    """The fake skeletons fail their tests (those `only` picks), as the kit's skeletons do."""
+    for slug, name, tests in (("02_demo", "demo.cu", LAB02_TESTS), ("03_other", "other.cu", LAB03_TESTS)):
+        path = fake_kit.root / "labs" / slug / name
+        fails = "".join(
+            f"// FAKE-OUTCOME: fail:not written yet | {test}\n" for test, _, _ in tests if only(test)
+        )
+        path.write_text(fails + path.read_text())
+
+
 def test_validate_judges_the_reference_and_the_mutants(fake_kit):
+    skeletons_fail(fake_kit)
     report = run_validate(fake_kit.kit, fake_kit.options(), QuietProgress())  # both labs, once
     rows = {(v.student, v.lab_id): v for v in report.verdicts}
-    assert set(rows) == {("reference", "02"), ("reference", "03"), ("broken", "02"), ("transposed", "02")}
+    assert set(rows) == {
+        ("reference", "02"),
+        ("reference", "03"),
+        ("broken", "02"),
+        ("transposed", "02"),
+        ("skeleton", "02"),
+        ("skeleton", "03"),
+    }
     assert all(v.verdict == "ok" for v in report.verdicts), report.verdicts
     assert rows["broken", "02"].actual_loss == 40 and rows["transposed", "02"].hint_shown == "yes"
-    # "transposed" fails the first two tests; "broken" does not build, so it tells nothing.
+    assert rows["skeleton", "02"].expected_loss == "all" and rows["skeleton", "02"].actual_loss == 40
+    # "transposed" fails the first two tests; "broken" does not build, so it tells nothing, and
+    # the skeletons, which fail everything, do not count as catching anything.
     untested = untested_tests(report, list(fake_kit.kit.labs))
     assert untested == {"02": [test.name for test in fake_kit.kit.labs[0].tests[2:]]}
+
+
+def test_validate_fails_a_skeleton_that_passes_a_test_unless_the_lab_declares_it(fake_kit):
+    skeletons_fail(fake_kit, lambda name: "zero" not in name)  # it passes the width-zero test
+    report = run_validate(fake_kit.kit, fake_kit.options(["02"]), QuietProgress())
+    (row,) = [v for v in report.verdicts if v.student == "skeleton"]
+    assert row.verdict == "FAIL" and row.note.endswith(
+        "vacuous test; or, if a skeleton may pass it, "
+        "declare it in [skeleton] may_pass with the reason): host function rejects a width of zero"
+    )
+    mutants = fake_kit.root / "solutions/02_demo/mutants.toml"
+    mutants.write_text(
+        '[[skeleton.may_pass]]\ntest = "host function rejects a width of zero"\n'
+        'reason = "the skeleton checks its arguments already"\n\n' + mutants.read_text()
+    )
+    report = run_validate(fake_kit.reload().kit, fake_kit.options(["02"]), QuietProgress())
+    (row,) = [v for v in report.verdicts if v.student == "skeleton"]
+    assert (row.verdict, row.expected_loss, row.actual_loss) == ("ok", "all but 1 declared", 35)
 
 
 VARIANTS = """
@@ -238,6 +277,7 @@ def test_validate_grades_correct_variants_beside_the_mutants_and_fails_one_that_
 
 
 def test_validate_fails_a_mutant_that_loses_too_little(fake_kit):
+    skeletons_fail(fake_kit)
     path = fake_kit.root / "solutions/02_demo/mutants.toml"
     path.write_text(path.read_text().replace("expect_loss = 20", "expect_loss = 30"))
     report = run_validate(fake_kit.kit, fake_kit.options(["02"]), QuietProgress())
@@ -271,9 +311,15 @@ def test_validate_without_a_gpu_says_not_run_instead_of_fail(fake_kit):
     # A skip overrides the mutant's own FAKE-OUTCOME lines only where the real test would skip.
     mutants = fake_kit.root / "solutions/02_demo/mutants.toml"
     mutants.write_text(mutants.read_text().replace("// FAKE-OUTCOME:", "// (on a GPU it fails)"))
+    skeletons_fail(fake_kit, lambda name: "zero" in name)  # its GPU tests skip, its CPU test fails
     report = run_validate(fake_kit.kit, fake_kit.options(["02"]), QuietProgress())
     verdicts = {v.student: v.verdict for v in report.verdicts}
-    assert verdicts == {"reference": "not run (no GPU)", "transposed": "not run (no GPU)", "broken": "ok"}
+    assert verdicts == {
+        "reference": "not run (no GPU)",
+        "transposed": "not run (no GPU)",
+        "broken": "ok",
+        "skeleton": "not run (no GPU: 4 of 5 tests)",
+    }
 
 
 def test_check_runs_only_visible_tests_and_explains_performance(fake_kit, tmp_path):
@@ -326,9 +372,11 @@ def test_cli_grade_validate_and_handout_on_the_fake_kit(fake_kit, tmp_path, monk
     assert cli.main(["grade", *kit, "--labs", "03", "--out", str(out)]) == 2  # other labs: refused
     assert "resume it with --labs 02" in capsys.readouterr().err
 
+    assert cli.main(["handout", *kit]) == 0
+    skeletons_fail(fake_kit)
     assert cli.main(["validate", *kit, "--labs", "02"]) == 0
     table = capsys.readouterr().out
-    assert "transposed  02" in table and "FAIL" not in table
+    assert "transposed  02" in table and "skeleton    02" in table and "FAIL" not in table
 
 
 @pytest.mark.parametrize("command", [[], ["check"], ["grade"], ["validate"], ["handout"], ["bench"]])

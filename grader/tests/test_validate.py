@@ -1,10 +1,10 @@
 """validate.py: verdicts from (fake) grading results, and the table."""
 
-from grader.mutants import Mutant
+from grader.mutants import Mutant, Skeleton
 from grader.run import Status
 from grader.score import LabScore
 from grader.score import TestScore as Scored  # not named Test*, which pytest would collect
-from grader.validate import FAIL, OK, format_table, judge_mutant, judge_reference
+from grader.validate import FAIL, OK, format_table, judge_mutant, judge_reference, judge_skeleton
 
 GPU_SKIP = "not run: no usable GPU: cudaGetDeviceCount failed"
 
@@ -125,3 +125,52 @@ def test_mutant_is_not_ok_because_of_gpu_tests_that_were_skipped(fake_kit):
     )
     assert verdict.actual_loss == 10
     assert verdict.verdict == "not run (no GPU)"
+
+
+def skeleton(fake_kit, **may_pass: str) -> Skeleton:
+    return Skeleton(fake_kit.kit.labs[0], {name: reason for name, reason in may_pass.items()})
+
+
+def test_a_skeleton_failing_every_test_is_ok(fake_kit):
+    verdict = judge_skeleton(skeleton(fake_kit), lab_score(failed("a"), failed("b")))
+    assert (verdict.student, verdict.expected_loss, verdict.actual_loss, verdict.verdict) == (
+        "skeleton",
+        "all",
+        20,
+        OK,
+    )
+
+
+def test_a_skeleton_passing_a_test_it_may_not_pass_fails_naming_the_vacuous_test(fake_kit):
+    verdict = judge_skeleton(skeleton(fake_kit), lab_score(failed("a"), passed("b")))
+    assert verdict.verdict == FAIL and "vacuous" in verdict.note and verdict.note.endswith(": b")
+    # Partial credit is passing too: a do-nothing solution must earn nothing.
+    partly = Scored("c", 2.5, 10, Status.PASSED)
+    assert judge_skeleton(skeleton(fake_kit), lab_score(failed("a"), partly)).verdict == FAIL
+
+
+def test_a_skeleton_may_pass_what_its_lab_declares(fake_kit):
+    declared = skeleton(fake_kit, b="the answers sheet is checked for form only")
+    verdict = judge_skeleton(declared, lab_score(failed("a"), passed("b")))
+    assert verdict.verdict == OK and verdict.expected_loss == "all but 1 declared"
+    # May, not must: failing a declared test is fine too.
+    assert judge_skeleton(declared, lab_score(failed("a"), failed("b"))).verdict == OK
+
+
+def test_gpu_tests_a_skeleton_skipped_count_neither_way_and_the_row_says_so(fake_kit):
+    verdict = judge_skeleton(skeleton(fake_kit), lab_score(failed("cpu"), skipped("gpu 1"), skipped("gpu 2")))
+    assert verdict.verdict == "not run (no GPU: 2 of 3 tests)" and verdict.actual_loss == 10
+    assert "counted neither way" in verdict.note
+    # A vacuous test that ran still fails the row, skips or not.
+    vacuous = judge_skeleton(skeleton(fake_kit), lab_score(passed("cpu"), skipped("gpu")))
+    assert vacuous.verdict == FAIL and "1 of 2 tests not run (no GPU)" in vacuous.note
+
+
+def test_a_skeleton_that_does_not_build_or_is_refused_fails(fake_kit):
+    unbuilt = lab_score(
+        Scored("a", 0, 10, Status.NOT_BUILT, reasons=["not run"]), problem="lab02 did not compile"
+    )
+    verdict = judge_skeleton(skeleton(fake_kit), unbuilt)
+    assert verdict.verdict == FAIL and "must build" in verdict.note
+    refused = judge_skeleton(skeleton(fake_kit), lab_score(failed("a")), ["demo.cu: `exit`"])
+    assert refused.verdict == FAIL and "refused" in refused.note
