@@ -134,6 +134,26 @@ if ! command -v clang-format >/dev/null; then
   fi
 fi
 
+# 6. cuobjdump, optional: lab 01's machine-code test reads the compiled kernels with it and needs
+# no GPU, so it runs in CI too. The toolkit's bin/ has it where the toolkit is complete; where it
+# is not (nvcc alone), NVIDIA's pip wheels bring it into the kit's .venv
+# (site-packages/nvidia/cu13/bin/cuobjdump, found there by the test). Without it the test SKIPs.
+cuobjdump_pins="nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37"
+cuda_bin=$(dirname "$(command -v nvcc)")
+wheel_cuobjdump() { compgen -G "$root/.venv/lib/python3*/site-packages/nvidia/cu*/bin/cuobjdump" >/dev/null; }
+if ! command -v cuobjdump >/dev/null && [[ ! -x $cuda_bin/cuobjdump ]] && ! wheel_cuobjdump; then
+  venv=$root/.venv
+  pip_log=$build/setup-pip-cuobjdump.log
+  # shellcheck disable=SC2086 # $cuobjdump_pins: one word per pin
+  if { [[ -x $venv/bin/python ]] || python3 -m venv "$venv" >"$pip_log" 2>&1; } \
+    && "$venv/bin/python" -m pip install -q --disable-pip-version-check --retries 1 --timeout 20 \
+      $cuobjdump_pins >>"$pip_log" 2>&1 && wheel_cuobjdump; then
+    say "installed cuobjdump ($cuobjdump_pins) into $venv for lab 01's machine-code test"
+  else
+    say "note: no cuobjdump in $cuda_bin and could not install it into $venv (offline, or no venv module; $pip_log): lab 01's machine-code test skips"
+  fi
+fi
+
 printf '%s\n' "$python" >"$python_file"
 printf '%s\n' "$key" >"$stamp"
 say "done; later runs skip these checks (delete $stamp to run them again)"

@@ -1,0 +1,156 @@
+// Lab 01: memory qualifiers, where each variable lives. Four small kernels, each keeping its data
+// in one kind of memory for a reason: __constant__ coefficients every thread reads, a __device__
+// counter every thread adds to, a __shared__ partial sum per block, and a private array that
+// stays in registers. The write-up is labs/01_memory_qualifiers/README.md; the tests call the
+// functions of memory_qualifiers.h.
+#include <cuda_runtime.h>
+
+#include "kit/args.hpp"
+#include "kit/cuda_check.hpp"
+#include "memory_qualifiers.h"
+
+namespace lab01 {
+
+// ---- Part 1: coefficients in constant memory (README section 3) ----
+
+// TODO: Declare polynomial_coefficients: kMaxCoefficients floats in __constant__
+//       memory, at file scope (README section 3).
+
+const void* polynomial_symbol() {
+  // TODO: Return the address of polynomial_coefficients (host code may take it; it is
+  //       what cudaMemcpyToSymbol and cudaGetSymbolSize accept).
+  return nullptr;
+}
+
+void set_polynomial(const float* h_coefficients, int count) {
+  const char* where = "lab01::set_polynomial";
+  kit::require_not_null(where, "h_coefficients", h_coefficients);
+  kit::require_in_range(where, "count", count, 1, kMaxCoefficients);
+  // TODO: Copy the count coefficients into polynomial_coefficients, checked with
+  //       KIT_CUDA_CHECK. README section 3 says which call reaches __constant__ memory.
+}
+
+// y[i] = p(x[i]) by Horner's rule: every thread of a warp reads the same coefficient at the same
+// time, which constant memory serves to the whole warp at once (a broadcast).
+__global__ void evaluate_polynomial_kernel(const float* x, float* y, int n, int count) {
+  // TODO: One thread per element: compute i, return if i >= n, then evaluate the
+  //       polynomial at x[i] from polynomial_coefficients by Horner's rule, keeping
+  //       the running value in an automatic variable, and store it in y[i].
+}
+
+void launch_evaluate_polynomial(const float* d_x, float* d_y, int n, int count) {
+  const char* where = "lab01::launch_evaluate_polynomial";
+  kit::require_positive(where, "n", n);
+  kit::require_in_range(where, "count", count, 1, kMaxCoefficients);
+  // TODO: Launch evaluate_polynomial_kernel with kThreadsPerBlock threads per block and
+  //       enough blocks to cover n (round up), then KIT_CHECK_LAUNCH().
+}
+
+// ---- Part 2: a counter in global memory (README section 4) ----
+
+// TODO: Declare counter: one unsigned int in global memory, declared __device__ at
+//       file scope (README section 4).
+
+const void* counter_symbol() {
+  // TODO: Return the address of counter.
+  return nullptr;
+}
+
+void reset_counter() {
+  // TODO: Set counter to 0 from the host (checked with KIT_CUDA_CHECK).
+}
+
+unsigned int read_counter() {
+  // TODO: Copy counter's value to the host and return it (the copy waits for the
+  //       kernels launched before it).
+  return 0;
+}
+
+__global__ void count_above_kernel(const float* x, int n, float threshold) {
+  // TODO: One thread per element: if x[i] > threshold, add 1 to counter. Thousands of
+  //       threads add to it at once; README section 4 says how not to lose any.
+}
+
+void launch_count_above(const float* d_x, int n, float threshold, int block_size) {
+  const char* where = "lab01::launch_count_above";
+  kit::require_positive(where, "n", n);
+  kit::require_in_range(where, "block_size", block_size, 1, 1024);
+  // TODO: Launch count_above_kernel with block_size threads per block and enough
+  //       blocks to cover n, then KIT_CHECK_LAUNCH().
+}
+
+// ---- Part 3: a partial sum per block in shared memory (README section 5) ----
+
+// Block b adds x[b * kThreadsPerBlock ...] in a tree: each step, the lower half of the active
+// threads adds the upper half's partial sums to its own.
+__global__ void block_sums_kernel(const float* x, float* block_sums, int n) {
+  // TODO: Declare partial, kThreadsPerBlock floats in __shared__ memory. Each thread
+  //       stores its element (0 past n) in partial[threadIdx.x]; then, for stride =
+  //       kThreadsPerBlock / 2 down to 1, threads below stride add partial[tid + stride]
+  //       to partial[tid]; thread 0 stores partial[0] in block_sums[blockIdx.x]. Put a
+  //       __syncthreads() wherever a thread reads what another stored (README section 5).
+}
+
+void launch_block_sums(const float* d_x, float* d_block_sums, int n) {
+  kit::require_positive("lab01::launch_block_sums", "n", n);
+  // TODO: Launch block_sums_kernel with kThreadsPerBlock threads per block and one
+  //       block per sum (round up), then KIT_CHECK_LAUNCH().
+}
+
+// ---- Part 4: a private array in registers (README section 6) ----
+
+// The bin of a value: [0, 1) cut into kBins equal bins, values outside it in the end bins.
+__device__ __forceinline__ int bin_of(float value) {
+  const int bin = static_cast<int>(value * kBins);
+  return bin < 0 ? 0 : (bin >= kBins ? kBins - 1 : bin);
+}
+
+__global__ void chunk_histograms_kernel(const float* x, int n, unsigned int* counts) {
+  const int chunk = blockIdx.x * blockDim.x + threadIdx.x;
+  const long long first = static_cast<long long>(chunk) * kChunk;
+  if (first >= n) return;
+  // TODO: Count the chunk's values (those below n) per bin in a private array of kBins
+  //       counts that stays in registers: index it only with numbers the compiler
+  //       knows, after unrolling (README section 6). Then store the kBins counts in
+  //       counts[chunk * kBins + b].
+}
+
+// The same counts, written the short way: local_counts[bin] with bin known only at run time. A
+// register has no address to compute, so the compiler puts this array in local memory.
+__global__ void chunk_histograms_local_kernel(const float* x, int n, unsigned int* counts) {
+  const int chunk = blockIdx.x * blockDim.x + threadIdx.x;
+  const long long first = static_cast<long long>(chunk) * kChunk;
+  if (first >= n) return;
+  unsigned int local_counts[kBins] = {};
+  for (int j = 0; j < kChunk && first + j < n; ++j) {
+    ++local_counts[bin_of(x[first + j])];
+  }
+#pragma unroll
+  for (int b = 0; b < kBins; ++b) {
+    counts[static_cast<long long>(chunk) * kBins + b] = local_counts[b];
+  }
+}
+
+namespace {
+
+// One thread per chunk of kChunk values.
+int chunk_blocks(int n) {
+  const int chunks = (n + kChunk - 1) / kChunk;
+  return (chunks + kThreadsPerBlock - 1) / kThreadsPerBlock;
+}
+
+}  // namespace
+
+void launch_chunk_histograms(const float* d_x, int n, unsigned int* d_counts) {
+  kit::require_positive("lab01::launch_chunk_histograms", "n", n);
+  chunk_histograms_kernel<<<chunk_blocks(n), kThreadsPerBlock>>>(d_x, n, d_counts);
+  KIT_CHECK_LAUNCH();
+}
+
+void launch_chunk_histograms_local(const float* d_x, int n, unsigned int* d_counts) {
+  kit::require_positive("lab01::launch_chunk_histograms_local", "n", n);
+  chunk_histograms_local_kernel<<<chunk_blocks(n), kThreadsPerBlock>>>(d_x, n, d_counts);
+  KIT_CHECK_LAUNCH();
+}
+
+}  // namespace lab01

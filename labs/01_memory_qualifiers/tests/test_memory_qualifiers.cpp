@@ -1,0 +1,451 @@
+// Lab 01's public tests of the code: each kernel's results on awkward sizes with poisoned outputs,
+// and what the compiled program says about where its variables live (symbol sizes, static shared
+// memory, local memory, the machine code).
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <string>
+#include <vector>
+
+#include "kit/cuda_check.hpp"
+#include "kit/device_buffer.hpp"
+#include "kit/poison.hpp"
+#include "kit/sanitizer.hpp"
+#include "kit/sass.hpp"
+#include "kit/testing.hpp"
+#include "lab01_support.hpp"
+#include "memory_qualifiers.h"
+
+namespace {
+
+// The symbol a lab function returned, or the end of the test saying what is missing.
+const void* require_symbol(const void* symbol, const char* function, const char* declaration) {
+  if (symbol == nullptr) {
+    FAIL(function << "() returned no symbol\nhint: declare " << declaration
+                  << " at file scope and return its address (README sections 3 and 4).");
+  }
+  return symbol;
+}
+
+const void* polynomial_symbol() {
+  return require_symbol(lab01::polynomial_symbol(), "lab01::polynomial_symbol",
+                        "__constant__ float polynomial_coefficients[kMaxCoefficients]");
+}
+
+std::vector<float> read_constant_array() {
+  std::vector<float> values(lab01::kMaxCoefficients);
+  KIT_CUDA_CHECK(
+      cudaMemcpyFromSymbol(values.data(), polynomial_symbol(), values.size() * sizeof(float)));
+  return values;
+}
+
+void write_constant_array(const std::vector<float>& values) {
+  KIT_CUDA_CHECK(
+      cudaMemcpyToSymbol(polynomial_symbol(), values.data(), values.size() * sizeof(float)));
+}
+
+// Calls set_polynomial; a CUDA error in it ends the test with the failed call and, when the call
+// is a plain cudaMemcpy, why that cannot reach a __constant__ array.
+void set_polynomial(const std::vector<float>& c) {
+  try {
+    lab01::set_polynomial(c.data(), static_cast<int>(c.size()));
+  } catch (const kit::CudaError& error) {
+    const std::string what = error.what();
+    if (what.find("cudaMemcpy(") != std::string::npos) {
+      FAIL("set_polynomial failed: " << what
+                                     << "\nhint: the failed call is a cudaMemcpy. In host code the "
+                                        "name of a __constant__ array is not a device pointer, so "
+                                        "cudaMemcpy cannot copy into it; cudaMemcpyToSymbol can "
+                                        "(README section 3).");
+    }
+    FAIL("set_polynomial failed: " << what
+                                   << "\nhint: README section 3 shows the call that copies host "
+                                      "values into a __constant__ array.");
+  }
+}
+
+std::vector<float> coefficients(int count, std::uint64_t seed) {
+  return lab01_tests::random_values(count, seed);
+}
+
+}  // namespace
+
+// ---- Part 1: coefficients in constant memory ----
+
+TEST_CASE("polynomial coefficients live in a constant array of kMaxCoefficients floats",
+          "[lab01][resources][gpu]") {
+  KIT_REQUIRE_GPU();
+  size_t bytes = 0;
+  const cudaError_t found = cudaGetSymbolSize(&bytes, polynomial_symbol());
+  if (found != cudaSuccess) {
+    FAIL("cudaGetSymbolSize does not know the address polynomial_symbol() returned ("
+         << cudaGetErrorName(found)
+         << ")\nhint: return the address of the __constant__ array itself: "
+            "return &polynomial_coefficients; (README section 3).");
+  }
+  CAPTURE(bytes);
+  INFO("hint: the array holds kMaxCoefficients = " << lab01::kMaxCoefficients << " floats, "
+                                                   << lab01::kMaxCoefficients * sizeof(float)
+                                                   << " bytes (README section 3).");
+  CHECK(bytes == lab01::kMaxCoefficients * sizeof(float));
+}
+
+TEST_CASE("set_polynomial copies the coefficients into the constant array",
+          "[lab01][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int count = GENERATE(1, 5, lab01::kMaxCoefficients);
+  CAPTURE(count);
+  // A marker the coefficients cannot hold, so that what set_polynomial left alone shows.
+  const std::vector<float> marker(lab01::kMaxCoefficients, -7.0f);
+  write_constant_array(marker);
+  const std::vector<float> c = coefficients(count, 100 + count);
+  set_polynomial(c);
+  const std::vector<float> held = read_constant_array();
+  int arrived = 0;
+  while (arrived < count && held[arrived] == c[arrived]) ++arrived;
+  if (arrived == count) {
+    for (int k = count; k < lab01::kMaxCoefficients; ++k) {
+      INFO(
+          "hint: set_polynomial wrote past the count coefficients it was given: copy count * "
+          "sizeof(float) bytes (README section 3).");
+      REQUIRE(held[k] == -7.0f);
+    }
+    SUCCEED("the constant array holds the coefficients");
+    return;
+  }
+  bool untouched = true;
+  for (float h : held) untouched = untouched && h == -7.0f;
+  if (untouched) {
+    FAIL(
+        "after set_polynomial the constant array still holds the -7s the test had put there: "
+        "nothing reached it\nhint: host code copies into a __constant__ array with "
+        "cudaMemcpyToSymbol; a copy to anything else leaves the array as it was (README "
+        "section 3).");
+  }
+  bool rest_untouched = true;
+  for (int k = arrived; k < lab01::kMaxCoefficients; ++k) rest_untouched &= held[k] == -7.0f;
+  if (arrived > 0 && rest_untouched && arrived == count / static_cast<int>(sizeof(float))) {
+    FAIL("only the first " << arrived << " of " << count
+                           << " coefficients arrived, the rest of the array is as it was\nhint: "
+                              "that is count bytes: copy count * sizeof(float) bytes (README "
+                              "section 3).");
+  }
+  FAIL("the constant array holds " << held[arrived] << " at index " << arrived << ", expected "
+                                   << c[arrived]
+                                   << "\nhint: copy the count coefficients in their order, from "
+                                      "h_coefficients to the start of the array (README section "
+                                      "3).");
+}
+
+TEST_CASE("polynomial kernel reads its coefficients from the constant array",
+          "[lab01][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int n = 1000, count = 4;
+  const std::vector<float> x = lab01_tests::random_values(n, 200);
+  // The test writes the array itself, then changes it: the results must follow.
+  std::vector<float> first = coefficients(count, 201), second = coefficients(count, 202);
+  first.resize(lab01::kMaxCoefficients, 0.0f);
+  second.resize(lab01::kMaxCoefficients, 0.0f);
+  write_constant_array(first);
+  const std::vector<float> y_first = lab01_tests::run_polynomial(x, count);
+  write_constant_array(second);
+  const std::vector<float> y_second = lab01_tests::run_polynomial(x, count);
+  first.resize(count);
+  second.resize(count);
+  const std::string problem_first = lab01_tests::polynomial_problem(x, first, y_first);
+  const std::string problem_second = lab01_tests::polynomial_problem(x, second, y_second);
+  if (problem_first.empty() && problem_second.empty()) {
+    SUCCEED("the results follow the constant array");
+    return;
+  }
+  if (y_first == y_second && !lab01_tests::polynomial_problem(x, first, y_second).empty()) {
+    FAIL("the values did not change when the test changed the constant array:\n"
+         << problem_second
+         << "\nhint: the kernel does not read polynomial_coefficients: evaluate the polynomial "
+            "from the __constant__ array (README section 3).");
+  }
+  FAIL("with coefficients the test copied into the constant array itself:\n"
+       << (problem_first.empty() ? problem_second : problem_first));
+}
+
+TEST_CASE("polynomial values match the host reference when n is not a multiple of the block",
+          "[lab01][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int n = GENERATE(1, 255, 257, 1000, 100003);
+  const int count = GENERATE(1, 3, lab01::kMaxCoefficients);
+  CAPTURE(n, count);
+  const std::vector<float> c = coefficients(count, 300 + count);
+  set_polynomial(c);
+  const std::vector<float> x = lab01_tests::random_values(n, 310 + n);
+  const std::string problem =
+      lab01_tests::polynomial_problem(x, c, lab01_tests::run_polynomial(x, count));
+  if (!problem.empty()) FAIL_CHECK(problem);
+}
+
+TEST_CASE("polynomial kernel writes nothing past the end of y", "[lab01][safety][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int n = GENERATE(1, 300, 1000);
+  CAPTURE(n);
+  const std::vector<float> c = coefficients(3, 400);
+  set_polynomial(c);
+  const std::vector<float> x = lab01_tests::random_values(n, 401 + n);
+  kit::DeviceBuffer<float> d_x(x.size());
+  d_x.copy_from_host(x.data());
+  kit::GuardedBuffer d_y(x.size());
+  d_y.poison_data();
+  lab01::launch_evaluate_polynomial(d_x.data(), d_y.data(), n, 3);
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> y(x.size());
+  d_y.copy_to_host(y.data());
+  if (!kit::fully_written(y)) return;
+  const std::string damage = d_y.damaged_guards();
+  INFO(damage);
+  INFO(
+      "hint: threads with i >= n have no element: they must return before they store (README "
+      "section 3).");
+  CHECK(damage.empty());
+}
+
+// ---- Part 2: the counter ----
+
+TEST_CASE("counter is one unsigned int in global memory", "[lab01][resources][gpu]") {
+  KIT_REQUIRE_GPU();
+  const void* symbol = require_symbol(lab01::counter_symbol(), "lab01::counter_symbol",
+                                      "__device__ unsigned int counter");
+  size_t bytes = 0;
+  const cudaError_t found = cudaGetSymbolSize(&bytes, symbol);
+  if (found != cudaSuccess) {
+    FAIL("cudaGetSymbolSize does not know the address counter_symbol() returned ("
+         << cudaGetErrorName(found)
+         << ")\nhint: return the address of the __device__ variable itself: return &counter; "
+            "(README section 4).");
+  }
+  CAPTURE(bytes);
+  INFO("hint: the counter is one unsigned int, " << sizeof(unsigned int)
+                                                 << " bytes (README section 4).");
+  CHECK(bytes == sizeof(unsigned int));
+}
+
+TEST_CASE("counter is exact for any grid and block size", "[lab01][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  bool have_previous = false;
+  unsigned int previous = 0;
+  for (int n : {1, 1000, 65539, 1 << 20}) {
+    const std::vector<float> x = lab01_tests::random_values(n, 500 + n);
+    kit::DeviceBuffer<float> d_x(x.size());
+    d_x.copy_from_host(x.data());
+    const float threshold = 0.0f;
+    const unsigned int want = lab01_tests::host_count_above(x, threshold);
+    for (int block : {32, 100, 256, 1024}) {
+      CAPTURE(n, block, want);
+      std::vector<unsigned int> got;
+      for (int run = 0; run < 3; ++run) {
+        lab01::reset_counter();
+        lab01::launch_count_above(d_x.data(), n, threshold, block);
+        got.push_back(lab01::read_counter());
+      }
+      const unsigned int first_run = got[0];
+      const bool stable = got[1] == got[0] && got[2] == got[0];
+      if (stable && first_run == want) {
+        previous = first_run;
+        have_previous = true;
+        continue;
+      }
+      INFO("counted " << got[0] << ", " << got[1] << " and " << got[2] << " in three runs, "
+                      << "expected " << want);
+      if (have_previous && first_run == want + previous) {
+        FAIL("the count is the right one plus the previous launch's " << previous
+                                                                      << "\nhint: reset_counter "
+                                                                         "did not set the counter "
+                                                                         "to 0 (README section "
+                                                                         "4).");
+      }
+      if (got[1] == got[0] + want && got[2] == got[1] + want) {
+        FAIL(
+            "each run added the right count to the last one\nhint: reset_counter did not set "
+            "the counter to 0 (README section 4).");
+      }
+      if (!stable && got[0] < want && got[1] < want && got[2] < want) {
+        FAIL(
+            "every run counted too few, and a different number each time: increments were "
+            "lost\nhint: threads that add to one variable at the same time overwrite each "
+            "other's read-modify-write unless it is one atomic operation: atomicAdd (README "
+            "section 4).");
+      }
+      const int covered = n / block * block;
+      if (stable && covered < n &&
+          first_run == lab01_tests::host_count_above(x, threshold, 0, covered)) {
+        FAIL("the count covers exactly the first " << covered << " elements\nhint: the grid has "
+                                                   << "one block too few: round the number of "
+                                                      "blocks up (README section 4).");
+      }
+      FAIL(
+          "the count is wrong\nhint: the runs do not tell the kit why; README section 4 shows "
+          "what each thread adds and how.");
+    }
+  }
+}
+
+TEST_CASE("counter keeps its value across launches until it is reset",
+          "[lab01][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int n = 5000;
+  const std::vector<float> x = lab01_tests::random_values(n, 600);
+  kit::DeviceBuffer<float> d_x(x.size());
+  d_x.copy_from_host(x.data());
+  const unsigned int once = lab01_tests::host_count_above(x, 0.25f);
+  lab01::reset_counter();
+  lab01::launch_count_above(d_x.data(), n, 0.25f, 128);
+  {
+    INFO(
+        "this test judges only a counter that counts one launch right: make 'counter is exact "
+        "for any grid and block size' pass first.");
+    REQUIRE(lab01::read_counter() == once);
+  }
+  lab01::launch_count_above(d_x.data(), n, 0.25f, 128);
+  {
+    INFO(
+        "hint: a __device__ variable lives as long as the program: a second launch adds to what "
+        "the first counted (README section 4). Only reset_counter sets it to 0.");
+    CHECK(lab01::read_counter() == 2 * once);
+  }
+  lab01::reset_counter();
+  INFO("hint: reset_counter must set the counter to 0 (README section 4).");
+  CHECK(lab01::read_counter() == 0u);
+}
+
+// ---- Part 3: the block sums ----
+
+TEST_CASE("block sums match the host reference when n is not a multiple of the block",
+          "[lab01][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int n = GENERATE(1, 255, 256, 1000, 100003);
+  CAPTURE(n);
+  const std::vector<float> x = lab01_tests::random_values(n, 700 + n);
+  const std::string problem = lab01_tests::block_sums_problem(x, lab01_tests::run_block_sums(x));
+  if (!problem.empty()) FAIL_CHECK(problem);
+}
+
+TEST_CASE("block sum kernel keeps its partial sums in shared memory", "[lab01][resources][gpu]") {
+  KIT_REQUIRE_GPU();
+  const std::vector<float> x = lab01_tests::random_values(1000, 800);
+  {
+    INFO(
+        "this test judges only a kernel whose sums are right: make the block sum correctness "
+        "test pass first.");
+    const std::string problem = lab01_tests::block_sums_problem(x, lab01_tests::run_block_sums(x));
+    if (!problem.empty()) FAIL(problem);
+  }
+  const std::size_t bytes = lab01_tests::block_sums_attributes().static_shared_bytes;
+  const std::size_t one_per_thread = lab01::kThreadsPerBlock * sizeof(float);
+  CAPTURE(bytes, one_per_thread);
+  if (bytes == 0) {
+    FAIL(
+        "block_sums_kernel declares no __shared__ memory\nhint: keep the partial sums in a "
+        "__shared__ array declared inside the kernel, one float per thread (README section 5).");
+  }
+  INFO("hint: one float per thread of the block, " << one_per_thread
+                                                   << " bytes, is all the tree needs (README "
+                                                      "section 5).");
+  CHECK(bytes <= 2 * one_per_thread);
+}
+
+TEST_CASE("block sum kernel has no shared-memory race under racecheck", "[lab01][safety][gpu]") {
+  KIT_REQUIRE_GPU();
+  const std::string tool = kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the race check");
+  const std::string probe = KIT_BUILT_PATH(KIT_PROBE_PATH);
+  const std::string racecheck = "--tool racecheck --racecheck-report hazard";
+  const kit::sanitizer::Run r = kit::sanitizer::run(tool, racecheck, probe, "block-sums");
+  if (r.exit_code == 0) {
+    SUCCEED("racecheck found no hazard in block_sums_kernel");
+  } else if (r.exit_code == kit::sanitizer::kErrorsFound) {
+    FAIL("racecheck found shared-memory hazards in block_sums_kernel:\n"
+         << kit::sanitizer::lines_with(r.output, {"hazard detected", "Thread (", "SUMMARY"}, 10)
+         << "hint: a thread read a partial sum that another thread stores, with no "
+            "__syncthreads() between the store and the read (README section 5).");
+  } else if (r.exit_code == kit::sanitizer::kWrongResult) {
+    FAIL(
+        "racecheck found no hazard, but some block sums were never written, so there was "
+        "nothing to judge:\n"
+        << kit::sanitizer::tail(r.output, 4)
+        << "hint: make the block sum correctness test pass first.");
+  } else {
+    const std::string why = kit::sanitizer::unusable_reason(tool, racecheck, probe);
+    if (!why.empty()) SKIP(why);
+    FAIL("the probe failed under racecheck (exit code " << r.exit_code << "):\n"
+                                                        << kit::sanitizer::tail(r.output, 10));
+  }
+}
+
+// ---- Part 4: the private array ----
+
+TEST_CASE("chunk histograms match the host reference when n is not a multiple of the chunk",
+          "[lab01][correctness][gpu]") {
+  KIT_REQUIRE_GPU();
+  const int n = GENERATE(1, 31, 33, 1000, 100003);
+  CAPTURE(n);
+  const std::vector<float> x = lab01_tests::unit_values(n, 900 + n);
+  const std::string problem = lab01_tests::histograms_problem(
+      x, lab01_tests::run_histograms(x, lab01::launch_chunk_histograms));
+  if (!problem.empty()) FAIL_CHECK(problem);
+}
+
+TEST_CASE("chunk histogram kernel uses no local memory", "[lab01][resources][gpu]") {
+  KIT_REQUIRE_GPU();
+  const std::vector<float> x = lab01_tests::unit_values(1000, 1000);
+  {
+    INFO(
+        "this test judges only a kernel whose counts are right: make the chunk histogram "
+        "correctness test pass first.");
+    const std::string problem = lab01_tests::histograms_problem(
+        x, lab01_tests::run_histograms(x, lab01::launch_chunk_histograms));
+    if (!problem.empty()) FAIL(problem);
+  }
+  const kit::KernelAttributes attributes = lab01_tests::chunk_histograms_attributes();
+  CAPTURE(attributes.local_bytes_per_thread, attributes.registers_per_thread);
+  INFO("hint: chunk_histograms_kernel has "
+       << attributes.local_bytes_per_thread
+       << " bytes of local memory per thread: some array of "
+          "it lives in local memory. An array stays in "
+          "registers only when every index is a number the "
+          "compiler knows after unrolling (README section 6).");
+  CHECK(attributes.local_bytes_per_thread == 0u);
+}
+
+TEST_CASE("chunk histogram machine code has no local loads or stores", "[lab01][resources]") {
+  const std::string cuobjdump =
+      kit::sass::find_cuobjdump(KIT_CUOBJDUMP, KIT_CUDA_BIN_DIR, KIT_SOURCE_DIR);
+  if (cuobjdump.empty()) {
+    SKIP("cuobjdump was found neither where CMake looked ("
+         << (std::string(KIT_CUOBJDUMP).empty() ? "nothing found" : KIT_CUOBJDUMP) << ") nor in "
+         << KIT_CUDA_BIN_DIR << " nor in the kit's .venv nor on PATH; reading the machine code "
+         << "needs it (it comes with the CUDA toolkit, or pip install nvidia-cuda-cuobjdump)");
+  }
+  const std::string kernel = kit::sass::mangled_prefix("lab01", "chunk_histograms_kernel");
+  const kit::sass::Dump dump =
+      kit::sass::disassemble(cuobjdump, kit::sass::this_executable(), kernel);
+  if (!dump.error.empty()) FAIL("could not read this program's machine code: " << dump.error);
+  if (dump.functions.empty()) {
+    SKIP(
+        "this program holds no machine code (SASS) for chunk_histograms_kernel, only code the "
+        "driver compiles when it loads (PTX); build for a real architecture to check it");
+  }
+  for (const kit::sass::Function& f : dump.functions) {
+    CAPTURE(f.arch);
+    const int global_loads = kit::sass::count_opcodes(f, {"LDG"});
+    const int global_stores = kit::sass::count_opcodes(f, {"STG"});
+    if (global_loads == 0 || global_stores == 0) {
+      FAIL("chunk_histograms_kernel's machine code for "
+           << f.arch << " has " << global_loads << " global loads and " << global_stores
+           << " global stores, so there is nothing to judge\nhint: this test judges only a "
+              "kernel that reads x and stores the counts: write the kernel first (README "
+              "section 6).");
+    }
+    const int local = kit::sass::count_opcodes(f, {"LDL", "STL"});
+    INFO("chunk_histograms_kernel's machine code for "
+         << f.arch << " has " << local
+         << " local loads and stores (LDL, STL)\nhint: some array of the kernel lives in local "
+            "memory. An array stays in registers only when every index is a number the compiler "
+            "knows after unrolling (README section 6).");
+    CHECK(local == 0);
+  }
+}
