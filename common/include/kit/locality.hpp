@@ -63,8 +63,9 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
          << " nor in /usr/local/cuda/bin; counting global loads needs it (it comes with the "
             "CUDA toolkit)");
   }
-  // ncu replays each kernel it profiles; no other process's kernels may run beside them.
-  const ExclusiveGpu alone;
+  // ncu replays each kernel it profiles, so no other process's kernels may run beside them; the
+  // probe asks for the GPU itself around the counted launch alone (kit::probe::run_counted_matmul),
+  // so the window does not also hold ncu's start, the inputs and the check (seconds a trial).
   double worst = 0.0;
   int worst_tile = 0;
   std::ostringstream report;
