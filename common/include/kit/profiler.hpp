@@ -3,6 +3,8 @@
 // test compares the count with what the lesson predicts (kit/locality.hpp).
 #pragma once
 
+#include <glob.h>
+
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -52,8 +54,27 @@ struct Profile {
   }
 };
 
+// ncu as kit::sanitizer::find_cuda_tool finds it, else in the folders NVIDIA's installers put
+// Nsight Compute in, beside the toolkit or under /opt/nvidia (the newest version). Empty when
+// none is found.
 inline std::string find_ncu(const std::string& cuda_bin_dir) {
-  return sanitizer::find_cuda_tool("ncu", cuda_bin_dir);
+  const std::string found = sanitizer::find_cuda_tool("ncu", cuda_bin_dir);
+  if (!found.empty()) return found;
+  std::string newest;
+  for (const std::string& pattern : {cuda_bin_dir + "/../nsight-compute*/ncu",
+                                     std::string("/usr/local/cuda/nsight-compute*/ncu"),
+                                     std::string("/opt/nvidia/nsight-compute/*/ncu")}) {
+    glob_t matches{};
+    if (glob(pattern.c_str(), 0, nullptr, &matches) == 0) {
+      for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
+        const std::string path = matches.gl_pathv[i];  // sorted: the last, usually the newest
+        if (sanitizer::is_executable(path)) newest = path;
+      }
+    }
+    globfree(&matches);
+    if (!newest.empty()) return newest;
+  }
+  return "";
 }
 
 // The fields of one line of CSV: "a","b,c",d gives a | b,c | d.

@@ -1,0 +1,86 @@
+// Reading Nsight Compute's report (kit/profiler.hpp) and the count a tiled kernel must reach
+// (kit/locality.hpp), on hand-made ncu output: no GPU and no ncu needed.
+#include <catch2/catch_test_macros.hpp>
+#include <string>
+
+#include "kit/locality.hpp"
+#include "kit/profiler.hpp"
+
+namespace {
+
+// What `ncu --metrics ... --csv` printed around a run of lab 03's probe, abridged: its own
+// ==PROF== lines, the probe's output, then one CSV row per kernel and metric.
+const std::string kHeader =
+    "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\","
+    "\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\","
+    "\"Metric Unit\",\"Metric Value\"\n";
+
+std::string row(int id, const std::string& kernel, const std::string& metric,
+                const std::string& value) {
+  return "\"" + std::to_string(id) + "\",\"4242\",\"lab03_probe\",\"127.0.0.1\",\"" + kernel +
+         "\",\"1\",\"7\",\"(16, 16, 1)\",\"(16, 16, 1)\",\"0\",\"9.0\",\"Command line profiler "
+         "metrics\",\"" +
+         metric + "\",\"inst\",\"" + value + "\"\n";
+}
+
+}  // namespace
+
+TEST_CASE("profiler reads one count per kernel from ncu's csv output", "[common]") {
+  const std::string kernel =
+      "void lab03::tiled_matmul_kernel<16>(const float *, const float *, "
+      "float *, int)";
+  const std::string output =
+      "==PROF== Connected to process 4242 (/kit/bin/lab03_probe)\n"
+      "==PROF== Profiling \"tiled_matmul_kernel\" - 0: 0%....50%....100% - 1 pass\n"
+      "kit-probe-result: right\n"
+      "==PROF== Disconnected from process 4242\n" +
+      kHeader + row(0, kernel, "smsp__inst_executed_op_global_ld.sum", "65,536") +
+      row(0, kernel, "dram__bytes_read.sum", "524,288") +
+      row(1, "helper_kernel", "smsp__inst_executed_op_global_ld.sum", "100");
+  kit::profiler::Profile p;
+  p.run.output = output;
+  p.kernels = kit::profiler::parse_csv(output, kit::profiler::kGlobalLoads);
+  REQUIRE(p.kernels.size() == 2);
+  CHECK(p.kernels[0].kernel == kernel);
+  CHECK(p.kernels[0].value == 65536.0);
+  CHECK(p.kernels[1].kernel == "helper_kernel");
+  CHECK(p.total() == 65636.0);
+  CHECK(p.result_right());
+  CHECK_FALSE(p.result_wrong());
+  CHECK_FALSE(p.permission_denied());
+}
+
+TEST_CASE("profiler finds no count where ncu could not profile", "[common]") {
+  kit::profiler::Profile p;
+  p.run.output =
+      "==PROF== Connected to process 4242 (/kit/bin/lab03_probe)\n"
+      "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+      "Performance Counters on the target device 0.\n"
+      "kit-probe-result: right\n";
+  p.kernels = kit::profiler::parse_csv(p.run.output, kit::profiler::kGlobalLoads);
+  CHECK(p.kernels.empty());
+  CHECK(p.permission_denied());
+  // A value that is not a number is no count.
+  CHECK(kit::profiler::parse_csv(kHeader + row(0, "k", kit::profiler::kGlobalLoads, "n/a"),
+                                 kit::profiler::kGlobalLoads)
+            .empty());
+}
+
+TEST_CASE("profiler splits csv fields with quoted commas and quotes", "[common]") {
+  const auto fields = kit::profiler::csv_fields("\"a\",\"b, c\",d,\"say \"\"hi\"\"\"\r");
+  REQUIRE(fields.size() == 4);
+  CHECK(fields[1] == "b, c");
+  CHECK(fields[2] == "d");
+  CHECK(fields[3] == "say \"hi\"");
+  CHECK(kit::profiler::metric_value("1,234,567") == 1234567.0);
+  CHECK(kit::profiler::metric_value("") < 0);
+}
+
+TEST_CASE("a tiled kernel's global loads are the counts measured on the H100", "[common]") {
+  // docs/architecture.md: 33.6 M at TILE_WIDTH 16 and 16.8 M at 32 for width 2048, and the
+  // naive kernel's 536.9 M, TILE_WIDTH times the tiled kernel's.
+  CHECK(kit::tiled_global_loads(2048, 16) == 33554432.0);
+  CHECK(kit::tiled_global_loads(2048, 32) == 16777216.0);
+  CHECK(kit::tiled_global_loads(2048, 16) * 16 == 536870912.0);
+  CHECK(kit::tiled_global_loads(kit::probe::kCountedMatmulWidth, 16) == 65536.0);
+}
