@@ -3,6 +3,7 @@
 // memory, local memory, the machine code).
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,35 @@ void set_polynomial(const std::vector<float>& c) {
     FAIL("set_polynomial failed: " << what
                                    << "\nhint: README section 3 shows the call that copies host "
                                       "values into a __constant__ array.");
+  }
+}
+
+// Runs one mode of the probe (tools/lab01_probe.cu) under compute-sanitizer racecheck: a pass
+// when it reports no hazard, else a failure quoting its report and the hint, which the report
+// proves (a hazard is a shared-memory access by one thread not ordered after another's).
+void check_no_race(const char* mode, const char* kernel, const char* correctness_test,
+                   const char* hint) {
+  const std::string tool = kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the race check");
+  const std::string probe = KIT_BUILT_PATH(KIT_PROBE_PATH);
+  const std::string racecheck = "--tool racecheck --racecheck-report hazard";
+  const kit::sanitizer::Run r = kit::sanitizer::run(tool, racecheck, probe, mode);
+  if (r.exit_code == 0) {
+    SUCCEED("racecheck found no hazard in " << kernel);
+  } else if (r.exit_code == kit::sanitizer::kErrorsFound) {
+    FAIL("racecheck found shared-memory hazards in "
+         << kernel << ":\n"
+         << kit::sanitizer::lines_with(r.output, {"hazard detected", "Thread (", "SUMMARY"}, 10)
+         << "hint: " << hint);
+  } else if (r.exit_code == kit::sanitizer::kWrongResult) {
+    FAIL("racecheck found no hazard, but some outputs of "
+         << kernel << " were never written, so there was nothing to judge:\n"
+         << kit::sanitizer::tail(r.output, 4) << "hint: make the " << correctness_test
+         << " pass first.");
+  } else {
+    const std::string why = kit::sanitizer::unusable_reason(tool, racecheck, probe);
+    if (!why.empty()) SKIP(why);
+    FAIL("the probe failed under racecheck (exit code " << r.exit_code << "):\n"
+                                                        << kit::sanitizer::tail(r.output, 10));
   }
 }
 
@@ -205,6 +235,15 @@ TEST_CASE("polynomial kernel writes nothing past the end of y", "[lab01][safety]
   CHECK(damage.empty());
 }
 
+TEST_CASE("polynomial kernel shares no variable between its threads under racecheck",
+          "[lab01][safety][gpu]") {
+  KIT_REQUIRE_GPU();
+  check_no_race("polynomial", "evaluate_polynomial_kernel", "polynomial correctness tests",
+                "threads of a block wrote and read the same __shared__ variable. A value each "
+                "thread needs for itself, such as the running value of Horner's rule, belongs in "
+                "an automatic variable, a register, not in __shared__ memory (README section 3).");
+}
+
 // ---- Part 2: the counter ----
 
 TEST_CASE("counter is one unsigned int in global memory", "[lab01][resources][gpu]") {
@@ -227,7 +266,10 @@ TEST_CASE("counter is one unsigned int in global memory", "[lab01][resources][gp
 
 TEST_CASE("counter is exact for any grid and block size", "[lab01][correctness][gpu]") {
   KIT_REQUIRE_GPU();
-  bool have_previous = false;
+  // Every size and block first, then one diagnosis from all the runs: the most telling pattern
+  // (a count that keeps the previous one, lost increments) may show in a later configuration.
+  std::string wrong, keeps_previous, lost, short_grid;
+  int failures = 0;
   unsigned int previous = 0;
   for (int n : {1, 1000, 65539, 1 << 20}) {
     const std::vector<float> x = lab01_tests::random_values(n, 500 + n);
@@ -236,53 +278,57 @@ TEST_CASE("counter is exact for any grid and block size", "[lab01][correctness][
     const float threshold = 0.0f;
     const unsigned int want = lab01_tests::host_count_above(x, threshold);
     for (int block : {32, 100, 256, 1024}) {
-      CAPTURE(n, block, want);
-      std::vector<unsigned int> got;
-      for (int run = 0; run < 3; ++run) {
+      unsigned int got[3];
+      for (unsigned int& count : got) {
         lab01::reset_counter();
         lab01::launch_count_above(d_x.data(), n, threshold, block);
-        got.push_back(lab01::read_counter());
+        count = lab01::read_counter();
       }
-      const unsigned int first_run = got[0];
       const bool stable = got[1] == got[0] && got[2] == got[0];
-      if (stable && first_run == want) {
-        previous = first_run;
-        have_previous = true;
-        continue;
-      }
-      INFO("counted " << got[0] << ", " << got[1] << " and " << got[2] << " in three runs, "
-                      << "expected " << want);
-      if (have_previous && first_run == want + previous) {
-        FAIL("the count is the right one plus the previous launch's " << previous
-                                                                      << "\nhint: reset_counter "
-                                                                         "did not set the counter "
-                                                                         "to 0 (README section "
-                                                                         "4).");
-      }
-      if (got[1] == got[0] + want && got[2] == got[1] + want) {
-        FAIL(
-            "each run added the right count to the last one\nhint: reset_counter did not set "
-            "the counter to 0 (README section 4).");
-      }
-      if (!stable && got[0] < want && got[1] < want && got[2] < want) {
-        FAIL(
-            "every run counted too few, and a different number each time: increments were "
-            "lost\nhint: threads that add to one variable at the same time overwrite each "
-            "other's read-modify-write unless it is one atomic operation: atomicAdd (README "
-            "section 4).");
-      }
+      const unsigned int before = previous;
+      previous = got[2];
+      if (stable && got[0] == want) continue;
+      ++failures;
+      std::ostringstream seen;
+      seen << "n = " << n << ", blocks of " << block << ": counted " << got[0] << ", " << got[1]
+           << " and " << got[2] << " in three runs, expected " << want;
+      if (wrong.empty()) wrong = seen.str();
       const int covered = n / block * block;
-      if (stable && covered < n &&
-          first_run == lab01_tests::host_count_above(x, threshold, 0, covered)) {
-        FAIL("the count covers exactly the first " << covered << " elements\nhint: the grid has "
-                                                   << "one block too few: round the number of "
-                                                      "blocks up (README section 4).");
+      if ((before > 0 && got[0] == want + before) ||
+          (want > 0 && got[1] == got[0] + want && got[2] == got[1] + want)) {
+        if (keeps_previous.empty()) keeps_previous = seen.str();
+      } else if (!stable && got[0] < want && got[1] < want && got[2] < want) {
+        if (lost.empty()) lost = seen.str();
+      } else if (stable && covered < n &&
+                 got[0] == lab01_tests::host_count_above(x, threshold, 0, covered)) {
+        if (short_grid.empty())
+          short_grid =
+              seen.str() + " (the count of the first " + std::to_string(covered) + " elements)";
       }
-      FAIL(
-          "the count is wrong\nhint: the runs do not tell the kit why; README section 4 shows "
-          "what each thread adds and how.");
     }
   }
+  if (failures == 0) {
+    SUCCEED("every count was exact");
+    return;
+  }
+  INFO(failures << " of 16 sizes and blocks counted wrong");
+  if (!keeps_previous.empty()) {
+    FAIL(keeps_previous << "\nhint: each count includes the one before it: reset_counter did "
+                           "not set the counter to 0 (README section 4).");
+  }
+  if (!lost.empty()) {
+    FAIL(lost << "\nhint: every run counted too few, and a different number each time: "
+                 "increments were lost. Threads that add to one variable at the same time "
+                 "overwrite each other's read-modify-write unless it is one atomic operation, "
+                 "atomicAdd (README section 4).");
+  }
+  if (!short_grid.empty()) {
+    FAIL(short_grid << "\nhint: the elements past the last whole block were not counted: the "
+                       "grid has one block too few; round the number of blocks up (README "
+                       "section 4).");
+  }
+  FAIL(wrong << "\nhint: the runs do not tell the kit why; README section 4 shows what each "
+                "thread adds to the counter and how.");
 }
 
 TEST_CASE("counter keeps its value across launches until it is reset",
@@ -351,29 +397,9 @@ TEST_CASE("block sum kernel keeps its partial sums in shared memory", "[lab01][r
 
 TEST_CASE("block sum kernel has no shared-memory race under racecheck", "[lab01][safety][gpu]") {
   KIT_REQUIRE_GPU();
-  const std::string tool = kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the race check");
-  const std::string probe = KIT_BUILT_PATH(KIT_PROBE_PATH);
-  const std::string racecheck = "--tool racecheck --racecheck-report hazard";
-  const kit::sanitizer::Run r = kit::sanitizer::run(tool, racecheck, probe, "block-sums");
-  if (r.exit_code == 0) {
-    SUCCEED("racecheck found no hazard in block_sums_kernel");
-  } else if (r.exit_code == kit::sanitizer::kErrorsFound) {
-    FAIL("racecheck found shared-memory hazards in block_sums_kernel:\n"
-         << kit::sanitizer::lines_with(r.output, {"hazard detected", "Thread (", "SUMMARY"}, 10)
-         << "hint: a thread read a partial sum that another thread stores, with no "
-            "__syncthreads() between the store and the read (README section 5).");
-  } else if (r.exit_code == kit::sanitizer::kWrongResult) {
-    FAIL(
-        "racecheck found no hazard, but some block sums were never written, so there was "
-        "nothing to judge:\n"
-        << kit::sanitizer::tail(r.output, 4)
-        << "hint: make the block sum correctness test pass first.");
-  } else {
-    const std::string why = kit::sanitizer::unusable_reason(tool, racecheck, probe);
-    if (!why.empty()) SKIP(why);
-    FAIL("the probe failed under racecheck (exit code " << r.exit_code << "):\n"
-                                                        << kit::sanitizer::tail(r.output, 10));
-  }
+  check_no_race("block-sums", "block_sums_kernel", "block sum correctness test",
+                "a thread read a partial sum that another thread stores, with no "
+                "__syncthreads() between the store and the read (README section 5).");
 }
 
 // ---- Part 4: the private array ----
