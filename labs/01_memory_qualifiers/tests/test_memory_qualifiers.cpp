@@ -64,6 +64,44 @@ void set_polynomial(const std::vector<float>& c) {
   }
 }
 
+// The machine code (SASS) of one of the student's kernels in this very program, one entry per
+// architecture it was built for; a SKIP, with the reason, where it cannot be read here.
+std::vector<kit::sass::Function> machine_code_of(const char* kernel) {
+  const std::string cuobjdump =
+      kit::sass::find_cuobjdump(KIT_CUOBJDUMP, KIT_CUDA_BIN_DIR, KIT_SOURCE_DIR);
+  if (cuobjdump.empty()) {
+    SKIP("cuobjdump was found neither where CMake looked ("
+         << (std::string(KIT_CUOBJDUMP).empty() ? "nothing found" : KIT_CUOBJDUMP) << ") nor in "
+         << KIT_CUDA_BIN_DIR << " nor in the kit's .venv nor on PATH; reading the machine code "
+         << "needs it (it comes with the CUDA toolkit, or pip install nvidia-cuda-cuobjdump)");
+  }
+  const kit::sass::Dump dump = kit::sass::disassemble(cuobjdump, kit::sass::this_executable(),
+                                                      kit::sass::mangled_prefix("lab01", kernel));
+  if (!dump.error.empty()) FAIL("could not read this program's machine code: " << dump.error);
+  if (dump.functions.empty()) {
+    SKIP("this program holds no machine code (SASS) for "
+         << kernel
+         << ", only code the driver compiles when it loads (PTX); build for a real architecture "
+            "to check it");
+  }
+  return dump.functions;
+}
+
+// A machine-code test judges only a kernel that reads global memory and stores to it, or an
+// empty kernel would pass: records a failure and returns false otherwise.
+bool does_its_work(const kit::sass::Function& f, const char* kernel, const char* work,
+                   int section) {
+  const int loads = kit::sass::count_opcodes(f, {"LDG"});
+  const int stores = kit::sass::count_opcodes(f, {"STG"});
+  if (loads > 0 && stores > 0) return true;
+  FAIL_CHECK(kernel << "'s machine code for " << f.arch << " has " << loads << " global loads and "
+                    << stores
+                    << " global stores, so there is nothing to judge\nhint: this test judges "
+                       "only a kernel that "
+                    << work << ": write the kernel first (README section " << section << ").");
+  return false;
+}
+
 // Runs one mode of the probe (tools/lab01_probe.cu) under compute-sanitizer racecheck: a pass
 // when it reports no hazard, else a failure quoting its report and the hint, which the report
 // proves (a hazard is a shared-memory access by one thread not ordered after another's).
@@ -242,6 +280,21 @@ TEST_CASE("polynomial kernel shares no variable between its threads under racech
                 "threads of a block wrote and read the same __shared__ variable. A value each "
                 "thread needs for itself, such as the running value of Horner's rule, belongs in "
                 "an automatic variable, a register, not in __shared__ memory (README section 3).");
+}
+
+TEST_CASE("polynomial kernel machine code reads only x from global memory", "[lab01][resources]") {
+  for (const kit::sass::Function& f : machine_code_of("evaluate_polynomial_kernel")) {
+    CAPTURE(f.arch);
+    if (!does_its_work(f, "evaluate_polynomial_kernel", "reads x and stores y", 3)) continue;
+    const int global_loads = kit::sass::count_opcodes(f, {"LDG"});
+    INFO("evaluate_polynomial_kernel's machine code for "
+         << f.arch << " loads from global memory " << global_loads
+         << " times (LDG) where reading x[i] takes one load\nhint: a __constant__ array is read "
+            "through the constant cache (LDC), so the other loads read something that lives in "
+            "global memory, such as coefficients declared __device__ instead of __constant__ "
+            "(README section 3).");
+    CHECK(global_loads == 1);
+  }
 }
 
 // ---- Part 2: the counter ----
@@ -438,34 +491,9 @@ TEST_CASE("chunk histogram kernel uses no local memory", "[lab01][resources][gpu
 }
 
 TEST_CASE("chunk histogram machine code has no local loads or stores", "[lab01][resources]") {
-  const std::string cuobjdump =
-      kit::sass::find_cuobjdump(KIT_CUOBJDUMP, KIT_CUDA_BIN_DIR, KIT_SOURCE_DIR);
-  if (cuobjdump.empty()) {
-    SKIP("cuobjdump was found neither where CMake looked ("
-         << (std::string(KIT_CUOBJDUMP).empty() ? "nothing found" : KIT_CUOBJDUMP) << ") nor in "
-         << KIT_CUDA_BIN_DIR << " nor in the kit's .venv nor on PATH; reading the machine code "
-         << "needs it (it comes with the CUDA toolkit, or pip install nvidia-cuda-cuobjdump)");
-  }
-  const std::string kernel = kit::sass::mangled_prefix("lab01", "chunk_histograms_kernel");
-  const kit::sass::Dump dump =
-      kit::sass::disassemble(cuobjdump, kit::sass::this_executable(), kernel);
-  if (!dump.error.empty()) FAIL("could not read this program's machine code: " << dump.error);
-  if (dump.functions.empty()) {
-    SKIP(
-        "this program holds no machine code (SASS) for chunk_histograms_kernel, only code the "
-        "driver compiles when it loads (PTX); build for a real architecture to check it");
-  }
-  for (const kit::sass::Function& f : dump.functions) {
+  for (const kit::sass::Function& f : machine_code_of("chunk_histograms_kernel")) {
     CAPTURE(f.arch);
-    const int global_loads = kit::sass::count_opcodes(f, {"LDG"});
-    const int global_stores = kit::sass::count_opcodes(f, {"STG"});
-    if (global_loads == 0 || global_stores == 0) {
-      FAIL("chunk_histograms_kernel's machine code for "
-           << f.arch << " has " << global_loads << " global loads and " << global_stores
-           << " global stores, so there is nothing to judge\nhint: this test judges only a "
-              "kernel that reads x and stores the counts: write the kernel first (README "
-              "section 6).");
-    }
+    if (!does_its_work(f, "chunk_histograms_kernel", "reads x and stores the counts", 6)) continue;
     const int local = kit::sass::count_opcodes(f, {"LDL", "STL"});
     INFO("chunk_histograms_kernel's machine code for "
          << f.arch << " has " << local
