@@ -54,9 +54,15 @@ int run_counted_matmul(const std::string& program, int width, int tile,
                        const std::function<void(const float*, const float*, float*)>& launch) {
   const std::size_t count = static_cast<std::size_t>(width) * width;
   std::vector<float> M(count), N(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    M[i] = static_cast<float>(static_cast<int>(i * 37 % 7) - 3);
-    N[i] = static_cast<float>(static_cast<int>(i * 11 % 5) - 2);
+  // Whole numbers, and neither matrix symmetric within a tile (N once was: i * 11 % 5 depends
+  // on row + col alone when the width is 1 modulo 5), so that a tile loaded transposed gives a
+  // wrong P here as in the correctness tests.
+  for (int r = 0; r < width; ++r) {
+    for (int c = 0; c < width; ++c) {
+      const std::size_t i = static_cast<std::size_t>(r) * width + c;
+      M[i] = static_cast<float>((r + 2 * c) % 7 - 3);
+      N[i] = static_cast<float>((3 * r + c) % 5 - 2);
+    }
   }
   DeviceBuffer<float> d_M(count), d_N(count), d_P(count);
   d_M.copy_from_host(M.data());
