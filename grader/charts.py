@@ -1,6 +1,8 @@
 """Charts a lab draws from the student's own code (lab 06: the occupancy calculator's three
 charts), for the student's feedback. Part of the run stage: it runs student-built code, with
-the same process limits as a test.
+the same process limits as a test and, when grading, in the same sandbox (grader/sandbox.py)
+with a scrubbed environment: the script sees its own folder, the student's program and the
+charts folder, which is all it may write.
 
 A lab asks for charts in its rubric:
 
@@ -21,9 +23,13 @@ from pathlib import Path
 from .build import BuildConfig, build_command
 from .proc import run_limited
 from .rubric import Lab
+from .run import scrubbed_env
+from .sandbox import Sandbox
 
 CHART_TIMEOUT = 120.0
 CHART_OUTPUT_LIMIT = 64 * 1024
+MAX_CHARTS = 8  # PNG files kept per lab
+MAX_CHART_BYTES = 4 << 20  # a bigger PNG is left out of the feedback
 MISSING_MATPLOTLIB = 3  # the scripts' exit code when matplotlib cannot be imported
 
 
@@ -49,9 +55,11 @@ def draw_charts(lab: Lab, source: Path, build_dir: Path, out_dir: Path, config: 
     return plot_charts(lab, source, build_dir / "bin" / lab.charts.target, out_dir)
 
 
-def plot_charts(lab: Lab, kit_root: Path, program: Path, out_dir: Path) -> Charts:
+def plot_charts(
+    lab: Lab, kit_root: Path, program: Path, out_dir: Path, sandbox: Sandbox | None = None
+) -> Charts:
     """Runs the lab's script on an already linked chart program (the grader links it per
-    submission); the PNGs it writes become the charts."""
+    submission); the PNGs it writes become the charts. With a sandbox, confined as a test is."""
     assert lab.charts is not None
     script = kit_root / "labs" / lab.slug / lab.charts.script
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -65,7 +73,12 @@ def plot_charts(lab: Lab, kit_root: Path, program: Path, out_dir: Path) -> Chart
         "--out",
         str(out_dir),
     ]
-    drawn = run_limited(command, cwd=out_dir, timeout=CHART_TIMEOUT, output_limit=CHART_OUTPUT_LIMIT)
+    # matplotlib keeps its cache under its config folder: in the charts folder, not in a HOME
+    # that other processes share.
+    env = scrubbed_env(out_dir, {"MPLCONFIGDIR": str(out_dir / ".matplotlib")})
+    if sandbox is not None:
+        command = sandbox.wrap(command, out_dir, (script.parent, program.parent))
+    drawn = run_limited(command, cwd=out_dir, timeout=CHART_TIMEOUT, output_limit=CHART_OUTPUT_LIMIT, env=env)
     if drawn.returncode == MISSING_MATPLOTLIB:
         return Charts(note="charts not drawn: matplotlib is not installed where the grader runs")
     if drawn.timed_out or drawn.returncode != 0:
@@ -74,7 +87,13 @@ def plot_charts(lab: Lab, kit_root: Path, program: Path, out_dir: Path) -> Chart
             last[0], {program: program.name, out_dir: "the charts folder", kit_root: "the kit"}
         )
         return Charts(note=f"charts not drawn: {lab.charts.script} failed: {line}")
-    files = {path.name: path.read_bytes() for path in sorted(out_dir.glob("*.png")) if path.is_file()}
+    # Plain files only: a link the program left there could point at anything on this machine.
+    pngs = [
+        path
+        for path in sorted(out_dir.glob("*.png"))
+        if not path.is_symlink() and path.is_file() and path.stat().st_size <= MAX_CHART_BYTES
+    ]
+    files = {path.name: path.read_bytes() for path in pngs[:MAX_CHARTS]}
     return Charts(files=files, note="" if files else f"charts not drawn: {lab.charts.script} wrote no PNG")
 
 

@@ -215,7 +215,11 @@ class Engine:
         if lab.charts is not None and lab.charts.target in build.executables:
             self.progress.stage(submission.student_id, f"drawing the charts of {lab.tag}")
             lab_score.charts = plot_charts(
-                lab, self.kit.root, build.executables[lab.charts.target], work_dir / "charts" / lab.tag
+                lab,
+                self.kit.root,
+                build.executables[lab.charts.target],
+                work_dir / "charts" / lab.tag,
+                self.run_config.sandbox,
             )
         return lab_score
 

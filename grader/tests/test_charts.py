@@ -112,3 +112,45 @@ def test_without_paths_keeps_ratios_and_names_known_folders() -> None:
         == "wrote the charts folder/a.png, 3/4 done"
     )
     assert without_paths("see /usr/lib/python3/x.py", {}) == "see x.py"
+
+
+PLOTS_WHAT_IT_CAN = """\
+    import argparse, os, pathlib, subprocess
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build"); parser.add_argument("--out"); parser.add_argument("--curves")
+    args = parser.parse_args()
+    out = pathlib.Path(args.out)
+    subprocess.run([args.curves], check=True)  # the student's program, confined with the script
+    (out / "chart.png").write_bytes(b"png")
+    (out / "secret.png").symlink_to("/etc/hostname")
+    (out / "env.txt").write_text(" ".join(sorted(os.environ)))
+    try:
+        pathlib.Path(args.curves).with_name("planted.png").write_bytes(b"x")
+        (out / "wrote-outside.txt").write_text("yes")
+    except OSError:
+        pass
+"""
+
+
+def test_the_chart_step_runs_confined_with_a_scrubbed_environment_and_keeps_only_plain_pngs(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from grader.charts import plot_charts
+    from grader.sandbox import detect
+
+    check = detect((tmp_path / "hidden",))
+    if check.sandbox is None:
+        pytest.skip(f"no sandbox on this machine: {check.reason}")
+    kit, rubric, _ = make_kit(tmp_path, PLOTS_WHAT_IT_CAN)
+    lab = load_rubric(rubric)
+    program = tmp_path / "student-build" / "lab06_curves"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\necho curves\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("GRADER_SECRET_TOKEN", "do-not-leak")
+    out = tmp_path / "charts"
+    charts = plot_charts(lab, kit, program, out, check.sandbox)
+    assert charts.files == {"chart.png": b"png"}, charts.note  # the link is left out
+    assert "GRADER_SECRET_TOKEN" not in (out / "env.txt").read_text()
+    assert not (program.parent / "planted.png").exists()  # the program's folder is read-only
+    assert not (out / "wrote-outside.txt").exists()
