@@ -20,6 +20,7 @@ from .report import LOUD, check_lines, gpu_skip_notice, lab_feedback_lines
 from .rubric import Kit, find_kit_root, load_kit
 from .run import RunConfig
 from .sandbox import detect
+from .schedule import visible_gpus
 from .validate import format_table, run_validate, untested_tests
 
 
@@ -265,10 +266,31 @@ def run_check(kit: Kit, args: argparse.Namespace) -> int:
     return 0 if result.earned_all else 1
 
 
+# What `grade` builds for on a machine without a GPU when no --cuda-arch is given: one
+# architecture (the oldest of the kit's list, whose PTX any newer GPU can run) instead of the
+# kit's seven. No GPU test can run there, so the scores are incomplete anyway, and seven
+# architectures made every compile about seven times slower (docs/instructors.md).
+NO_GPU_CUDA_ARCH = "75"
+
+
+def build_for_this_machine(build: BuildConfig, gpus: list[str]) -> tuple[BuildConfig, str]:
+    """The build settings for grading here, and a line saying what was changed (or "")."""
+    if build.cuda_arch or gpus:
+        return build, ""
+    return replace(build, cuda_arch=NO_GPU_CUDA_ARCH), (
+        f"no GPU here: building for one CUDA architecture (sm_{NO_GPU_CUDA_ARCH}) instead of the "
+        "kit's list, since no GPU test can run; give --cuda-arch to choose others"
+    )
+
+
 def run_grade(kit: Kit, args: argparse.Namespace) -> int:
     out_dir = Path(args.out) if args.out else kit.root / "grades" / datetime.now().strftime("%Y%m%d-%H%M%S")
     paths = [Path(path).resolve() for path in args.submissions]
     options = _grade_options(kit, args)
+    build, note = build_for_this_machine(options.build, list(options.gpus or visible_gpus()))
+    if note:
+        print(f"note: {note}")
+        options = replace(options, build=build)
     if not options.confine:
         print(f"{LOUD}\n--unconfined: student code runs without the sandbox; grade only code you trust")
         print(LOUD)

@@ -385,3 +385,13 @@ def test_every_command_has_help(command, capsys):
         cli.main(command + ["--help"])
     assert exited.value.code == 0
     assert "usage: python -m grader" in capsys.readouterr().out
+
+
+def test_grading_without_a_gpu_builds_for_one_architecture_unless_told_otherwise():
+    from grader.build import BuildConfig
+
+    build, note = cli.build_for_this_machine(BuildConfig(), [])
+    assert build.cuda_arch == cli.NO_GPU_CUDA_ARCH and "no GPU here" in note
+    assert cli.build_for_this_machine(BuildConfig(), ["0"]) == (BuildConfig(), "")  # the GPU's own
+    given = BuildConfig(cuda_arch="90")
+    assert cli.build_for_this_machine(given, []) == (given, "")  # --cuda-arch wins
