@@ -134,6 +134,13 @@ class Scheduler:
         self._durations: dict[str, list[float]] = {}
         self._changed = threading.Condition()
         self.stats = SchedulerStats()
+        # Without a GPU lane, once a [gpu] test has skipped itself for want of a GPU: why later
+        # ones are reported skipped without starting a process (grader/run.py).
+        self.no_gpu_reason: str | None = None
+
+    @property
+    def has_gpus(self) -> bool:
+        return bool(self._lanes)
 
     @property
     def total_slots(self) -> int:

@@ -528,3 +528,34 @@ def test_a_run_killed_at_any_point_resumes_without_losing_or_repeating_anyone(fa
     assert [row[0] for row in rows[1:]] == [f"s{i:02d}" for i in range(6)]
     assert all(row[-2:] == ["60", "60"] for row in rows[1:]), rows
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no half-written report left
+
+
+def test_without_a_gpu_only_the_first_gpu_test_starts_a_process_to_find_that_out(tmp_path):
+    tests = [
+        {
+            "name": f"gpu {i}",
+            "tags": "[lab02][correctness][gpu]",
+            "behaviour": "skip:no usable GPU: no driver",
+        }
+        for i in range(5)
+    ] + [
+        {
+            "name": "sanitizer",
+            "tags": "[lab02][safety][gpu]",
+            "behaviour": "skip:compute-sanitizer not found",
+        },
+        {"name": "cpu", "tags": "[lab02][correctness]", "behaviour": "pass"},
+    ]
+    exe = write_fake_catch2(tmp_path / "bin", "lab02_tests", tests)
+    scheduler = Scheduler(cpu_slots=1, gpus=[], gpu_slots=1)
+    with ThreadPoolExecutor(max_workers=1) as pool:  # one at a time, in order
+        outcomes = run_tests(exe, listed_tests(tests[:1]), tmp_path, RunConfig(timeout=10), scheduler, pool)
+        outcomes |= run_tests(exe, listed_tests(tests[1:]), tmp_path, RunConfig(timeout=10), scheduler, pool)
+    assert outcomes["gpu 0"].skip_reason == "no usable GPU: no driver"  # the test's own words
+    for i in range(1, 5):
+        assert outcomes[f"gpu {i}"].status == "skipped" and outcomes[f"gpu {i}"].needs_gpu
+        assert outcomes[f"gpu {i}"].skip_reason.startswith("no usable GPU: an earlier [gpu] test")
+    assert outcomes["cpu"].status == "passed"
+    # Processes started: the first GPU test and the CPU test. The sanitizer test was skipped
+    # without one too, since it is a [gpu] test and there is no GPU.
+    assert sum(scheduler.stats.started.values()) == 2
