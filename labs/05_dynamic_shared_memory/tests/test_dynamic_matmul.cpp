@@ -479,6 +479,16 @@ TEST_CASE("each launch asks for exactly the dynamic shared memory its configurat
 TEST_CASE("dynamic kernel keeps its tiles in dynamic shared memory only",
           "[lab05][resources][gpu]") {
   KIT_REQUIRE_GPU();
+  // An empty kernel has no static shared memory either: judge only a kernel that computes P.
+  const Shape s{17, 40, 23};
+  const kit::MatmulProblem problem = lab05_tests::make_problem(s, 5700);
+  for (int tile : {8, 16, 32}) {
+    if (!kit::check_matmul(problem, lab05_tests::dynamic(s, tile, 2 * tile), tile).ok) {
+      FAIL("tile " << tile
+                   << " with strips two tiles deep does not compute P, so where its tiles "
+                      "live was not judged\nhint: make the correctness tests pass first.");
+    }
+  }
   for (int tile : {8, 16, 32}) {
     const kit::KernelAttributes a = lab05_tests::kernel_attributes(tile);
     CAPTURE(tile, a.static_shared_bytes);
