@@ -272,7 +272,7 @@ TEST_CASE("a configuration larger than the device allows is refused before any l
                                                          "(README section 4).");
   } catch (const std::invalid_argument& e) {
     refused = true;
-    INFO("refused: " << e.what());
+    UNSCOPED_INFO("refused: " << e.what());
   } catch (const kit::CudaError& e) {
     FAIL_CHECK("a CUDA call failed instead of the configuration being refused before it: "
                << e.what()
