@@ -554,7 +554,7 @@ def test_without_a_gpu_only_the_first_gpu_test_starts_a_process_to_find_that_out
     assert outcomes["gpu 0"].skip_reason == "no usable GPU: no driver"  # the test's own words
     for i in range(1, 5):
         assert outcomes[f"gpu {i}"].status == "skipped" and outcomes[f"gpu {i}"].needs_gpu
-        assert outcomes[f"gpu {i}"].skip_reason.startswith("no usable GPU: an earlier [gpu] test")
+        assert (outcomes[f"gpu {i}"].skip_reason or "").startswith("no usable GPU: an earlier [gpu] test")
     assert outcomes["cpu"].status == "passed"
     # Processes started: the first GPU test and the CPU test. The sanitizer test was skipped
     # without one too, since it is a [gpu] test and there is no GPU.
