@@ -111,36 +111,6 @@ inline void check_rect_with_both_tiles(Shape s, std::uint64_t seed) {
   }
 }
 
-// A run with M, N and P each inside bands of NaN sentinels wide enough to catch anything a
-// missing guard can reach (up to TILE_WIDTH rows past the end of a matrix).
-struct GuardedRun {
-  std::vector<float> P;
-  std::string P_damage;  // empty when no sentinel around P changed
-};
-
-inline GuardedRun run_guarded(const kit::MatmulProblem& p, const kit::MatmulLaunch& launch) {
-  const std::size_t guard = 32 * (static_cast<std::size_t>(std::max(p.inner, p.cols)) + 2);
-  kit::GuardedBuffer d_M(p.M.size(), guard), d_N(p.N.size(), guard);
-  kit::GuardedBuffer d_P(static_cast<std::size_t>(p.rows) * p.cols, guard);
-  d_M.copy_from_host(p.M.data());
-  d_N.copy_from_host(p.N.data());
-  d_P.poison_data();
-  launch(d_M.data(), d_N.data(), d_P.data());
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  GuardedRun r;
-  r.P.resize(d_P.size());
-  d_P.copy_to_host(r.P.data());
-  r.P_damage = d_P.damaged_guards();
-  return r;
-}
-
-// How many elements of P are NaN or infinite although no input is (poison excepted: an
-// unwritten element is the correctness tests' business).
-inline long long not_finite(const std::vector<float>& P) {
-  return std::count_if(P.begin(), P.end(),
-                       [](float v) { return !std::isfinite(v) && !kit::is_poison(v); });
-}
-
 // The shapes the guard-band and memcheck tests use: none a multiple of either tile.
 inline std::vector<Shape> guard_shapes() {
   return {{1, 1, 1},   {17, 17, 17}, {33, 33, 33}, {100, 100, 100},

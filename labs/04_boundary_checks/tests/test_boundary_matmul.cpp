@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "boundary_matmul.h"
+#include "kit/guarded_matmul.hpp"
 #include "kit/locality.hpp"
 #include "kit/matmul_harness.hpp"
 #include "kit/poison.hpp"
@@ -74,10 +75,10 @@ TEST_CASE("tiled kernels read nothing outside their input matrices", "[lab04][sa
     for (int tile : {16, 32}) {
       for (const auto& [kernel, launch] : lab04_tests::kernels_for(s, tile)) {
         CAPTURE(kernel, s.I, s.J, s.K, tile);
-        const lab04_tests::GuardedRun r = lab04_tests::run_guarded(problem, launch);
+        const kit::GuardedMatmulRun r = kit::run_guarded_matmul(problem, launch);
         if (!kit::fully_written(r.P)) continue;  // the correctness tests say what is missing
         ++judged;
-        const long long bad = lab04_tests::not_finite(r.P);
+        const long long bad = kit::not_finite(r.P);
         if (bad > 0) {
           FAIL_CHECK(bad << " of " << r.P.size()
                          << " elements of P are NaN or infinite although "
@@ -103,7 +104,7 @@ TEST_CASE("tiled kernels write nothing outside their output matrix", "[lab04][sa
     for (int tile : {16, 32}) {
       for (const auto& [kernel, launch] : lab04_tests::kernels_for(s, tile)) {
         CAPTURE(kernel, s.I, s.J, s.K, tile);
-        const lab04_tests::GuardedRun r = lab04_tests::run_guarded(problem, launch);
+        const kit::GuardedMatmulRun r = kit::run_guarded_matmul(problem, launch);
         if (!kit::fully_written(r.P)) continue;  // the correctness tests say what is missing
         ++judged;
         if (!r.P_damage.empty()) {
