@@ -77,7 +77,9 @@ def plot_charts(
     # that other processes share.
     env = scrubbed_env(out_dir, {"MPLCONFIGDIR": str(out_dir / ".matplotlib")})
     if sandbox is not None:
-        command = sandbox.wrap(command, out_dir, (script.parent, program.parent))
+        # The interpreter's own tree too (a virtual environment, its packages): a kit kept under
+        # /tmp, as CI's fresh clone is, is hidden by the sandbox's private /tmp otherwise.
+        command = sandbox.wrap(command, out_dir, (script.parent, program.parent, Path(sys.prefix)))
     drawn = run_limited(command, cwd=out_dir, timeout=CHART_TIMEOUT, output_limit=CHART_OUTPUT_LIMIT, env=env)
     if drawn.returncode == MISSING_MATPLOTLIB:
         return Charts(note="charts not drawn: matplotlib is not installed where the grader runs")
