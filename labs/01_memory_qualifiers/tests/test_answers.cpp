@@ -5,53 +5,24 @@
 #include <set>
 #include <string>
 
-#include "kit/answers.hpp"
+#include "kit/answers_test.hpp"
 #include "lab01_questions.hpp"
 
 namespace {
 
-// Parses the file; a missing or malformed file ends the test with the parser's explanation.
 kit::answers::File load_answers() {
-  try {
-    return kit::answers::load(KIT_BUILT_PATH(KIT_ANSWERS_PATH));
-  } catch (const kit::answers::FormatError& error) {
-    FAIL(error.what() << "\nhint: answers.toml holds one key = value line per question of "
-                         "README section 8; restore any line you removed and keep each value on "
-                         "its own line.");
-  }
-  return {};
+  return kit::answers::load_or_fail(
+      KIT_BUILT_PATH(KIT_ANSWERS_PATH),
+      "answers.toml holds one key = value line per question of "
+      "README section 8; restore any line you removed and keep each value on "
+      "its own line.");
 }
 
 }  // namespace
 
 TEST_CASE("answers file is complete and well formed", "[lab01][concepts]") {
-  const kit::answers::File file = load_answers();
-  std::set<std::string> keys, unanswered;
-  for (const kit::answers::Question& q : lab01_tests::questions()) {
-    keys.insert(q.key);
-    const std::string problem = kit::answers::form_problem(file, q);
-    if (problem.find("not answered yet") != std::string::npos) {
-      unanswered.insert(std::to_string(q.number));
-    } else if (!problem.empty()) {
-      FAIL_CHECK(problem << "\nhint: a number is written as a plain number (1024), a choice as "
-                            "its letter in quotes (\"b\").");
-    }
-  }
-  if (!unanswered.empty()) {
-    std::string list;
-    for (const std::string& number : unanswered) list += (list.empty() ? "" : ", ") + number;
-    FAIL_CHECK("questions not answered yet in "
-               << file.path << ": " << list
-               << "\nhint: answer every question of README section 8 in answers.toml: replace "
-                  "each \"\" by your answer.");
-  }
-  for (const auto& [key, value] : file.values) {
-    if (keys.count(key) == 0) {
-      FAIL_CHECK(file.path << " line " << value.line << ": unknown key " << key
-                           << "\nhint: keep the keys and [tables] as the handout has them; only "
-                              "the values after = are yours to change.");
-    }
-  }
+  kit::answers::check_complete(load_answers(), lab01_tests::questions(), "README section 8",
+                               "1024");
 }
 
 TEST_CASE("copy counts for the textbook launch of 1024 threads in blocks of 128 are right",

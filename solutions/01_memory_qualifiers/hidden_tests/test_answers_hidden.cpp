@@ -4,19 +4,15 @@
 #include <catch2/catch_test_macros.hpp>
 #include <string>
 
-#include "kit/answers.hpp"
+#include "kit/answers_test.hpp"
 #include "lab01_questions.hpp"
 
 namespace {
 
 kit::answers::File load_answers() {
-  try {
-    return kit::answers::load(KIT_BUILT_PATH(KIT_ANSWERS_PATH));
-  } catch (const kit::answers::FormatError& error) {
-    FAIL(error.what() << "\nhint: the public test 'answers file is complete and well formed' "
-                         "says how to fix the file.");
-  }
-  return {};
+  return kit::answers::load_or_fail(KIT_BUILT_PATH(KIT_ANSWERS_PATH),
+                                    "the public test 'answers file is complete and well formed' "
+                                    "says how to fix the file.");
 }
 
 // Fails (and goes on) unless the question is answered with exactly `right`; the message never

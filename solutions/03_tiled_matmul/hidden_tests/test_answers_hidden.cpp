@@ -3,19 +3,15 @@
 #include <cmath>
 #include <string>
 
-#include "kit/answers.hpp"
+#include "kit/answers_test.hpp"
 #include "lab03_questions.hpp"
 
 namespace {
 
 kit::answers::File load_answers() {
-  try {
-    return kit::answers::load(KIT_BUILT_PATH(KIT_ANSWERS_PATH));
-  } catch (const kit::answers::FormatError& error) {
-    FAIL(error.what() << "\nhint: the public test 'answers file is complete and well formed' "
-                         "says how to fix the file.");
-  }
-  return {};
+  return kit::answers::load_or_fail(KIT_BUILT_PATH(KIT_ANSWERS_PATH),
+                                    "the public test 'answers file is complete and well formed' "
+                                    "says how to fix the file.");
 }
 
 // Fails (and goes on) unless the question is answered with a number within rel of `right`;
