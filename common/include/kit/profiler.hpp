@@ -5,9 +5,11 @@
 
 #include <glob.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kit/probe.hpp"
@@ -141,13 +143,22 @@ inline std::vector<KernelCount> parse_csv(const std::string& output, const std::
 // Runs the probe in mode `probe_args` under ncu, which counts `metric` for every kernel it
 // launches. The counts are exact whatever the clock and the caches, so ncu is told to leave both
 // alone: it changes no setting of the GPU, and needs no right to.
+//
+// Two processes profiling one GPU at once fail each other ("a driver resource was unavailable"):
+// the kit's probes hold the GPU to themselves while profiled, but a profiler outside the grader's
+// control can still collide, so such a run is tried again, up to three times in all, before its
+// output is judged. It is never the student's doing.
 inline Profile profile(const std::string& ncu, const std::string& metric, const std::string& probe,
                        const std::string& probe_args) {
   Profile p;
-  p.run = sanitizer::run_command(sanitizer::shell_quote(ncu) + " --metrics " + metric +
-                                 " --csv --print-units base --clock-control none"
-                                 " --cache-control none " +
-                                 sanitizer::shell_quote(probe) + " " + probe_args);
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    p.run = sanitizer::run_command(sanitizer::shell_quote(ncu) + " --metrics " + metric +
+                                   " --csv --print-units base --clock-control none"
+                                   " --cache-control none " +
+                                   sanitizer::shell_quote(probe) + " " + probe_args);
+    if (p.run.output.find("driver resource was unavailable") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::seconds(2 * attempt));
+  }
   p.kernels = parse_csv(p.run.output, metric);
   return p;
 }

@@ -22,6 +22,7 @@
 #include "dynamic_matmul.h"
 #include "kit/cuda_check.hpp"
 #include "kit/device_buffer.hpp"
+#include "kit/gpu_gate.hpp"
 #include "kit/poison.hpp"
 #include "kit/probe.hpp"
 #include "tests/lab05_configs.hpp"
@@ -67,6 +68,9 @@ int run_sizes() {
   kit::DeviceBuffer<float> d_M(width * width), d_N(width * width), d_P(width * width);
   kit::poison(d_M.data(), d_M.size());
   kit::poison(d_N.data(), d_N.size());
+  // Nsight Compute profiles each of these launches, and two profiling processes on one GPU fail
+  // each other ("a driver resource was unavailable"): the GPU to this process alone meanwhile.
+  kit::ExclusiveGpu alone;
   for (const lab05_tests::TileDepth& c : lab05_tests::sized_launches()) {
     lab05::launch_dynamic_matmul(d_M.data(), d_N.data(), d_P.data(), width, width, width, c.tile,
                                  c.depth);
