@@ -23,6 +23,9 @@ __global__ void selftest_kernel(float* out) {
   out[threadIdx.x] = staged[63 - threadIdx.x];
 }
 
+// Launched after each trial when a probe runs several modes at once (kit::probe::main).
+__global__ void trial_end() {}
+
 int run_selftest() {
   DeviceBuffer<float> d_out(64);
   selftest_kernel<<<1, 64>>>(d_out.data());
@@ -34,20 +37,47 @@ int run_selftest() {
 }  // namespace
 
 int main(int argc, char** argv, const std::string& program, const std::vector<Mode>& modes) {
-  const std::string mode = argc == 2 ? argv[1] : "";
-  try {
-    if (mode == "selftest") return run_selftest();
+  const std::vector<std::string> asked(argv + 1, argv + argc);
+  std::vector<const Mode*> chosen;
+  for (const std::string& name : asked) {
     for (const Mode& m : modes) {
-      if (m.name == mode) return m.run();
+      if (m.name == name) chosen.push_back(&m);
     }
+  }
+  const bool selftest = asked.size() == 1 && asked[0] == "selftest";
+  if (!selftest && (asked.empty() || chosen.size() != asked.size())) {
+    std::string usage = "selftest";
+    for (const Mode& m : modes) usage += "|" + m.name;
+    std::fprintf(stderr, "usage: %s %s, or several of its modes in a row\n", program.c_str(),
+                 usage.c_str());
+    return 2;
+  }
+  std::string mode = selftest ? "selftest" : "";
+  try {
+    if (selftest) return run_selftest();
+    if (chosen.size() == 1) {
+      mode = chosen[0]->name;
+      return chosen[0]->run();
+    }
+    // Several trials for one run of Nsight Compute (kit/locality.hpp): one ncu start instead of
+    // one per trial, and one window of the GPU to itself (taken once the context exists) instead
+    // of one each. After each trial a kernel of the kit's marks where the next begins, so that
+    // the profile can be told apart per trial (kit::profiler::Profile::trials).
+    KIT_CUDA_CHECK(cudaFree(nullptr));
+    const ExclusiveGpu alone;
+    for (const Mode* m : chosen) {
+      mode = m->name;
+      const int code = m->run();
+      if (code != 0) return code;
+      trial_end<<<1, 1>>>();
+      KIT_CHECK_LAUNCH();
+      KIT_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    return 0;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "%s %s: %s\n", program.c_str(), mode.c_str(), error.what());
     return 1;
   }
-  std::string usage = "selftest";
-  for (const Mode& m : modes) usage += "|" + m.name;
-  std::fprintf(stderr, "usage: %s %s\n", program.c_str(), usage.c_str());
-  return 2;
 }
 
 int run_counted_matmul(const std::string& program, int width, int tile,

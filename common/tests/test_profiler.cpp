@@ -84,3 +84,39 @@ TEST_CASE("a tiled kernel's global loads are the counts measured on the H100", "
   CHECK(kit::tiled_global_loads(2048, 16) * 16 == 536870912.0);
   CHECK(kit::tiled_global_loads(kit::probe::kCountedMatmulWidth, 16) == 65536.0);
 }
+
+TEST_CASE("profiler splits one run of several probe trials at the kit's trial-end kernels",
+          "[common]") {
+  const std::string metric = kit::profiler::kGlobalLoads;
+  const std::string marker = "void kit::probe::<unnamed>::trial_end()";
+  const std::string output =
+      "kit-probe-result: right\nkit-probe-result: right\n" + kHeader +
+      row(0, "void lab03::tiled_matmul_kernel<16>(const float *, const float *, float *, int)",
+          metric, "65,536") +
+      row(1, marker, metric, "0") + row(2, "void lab03::helper()", metric, "10") +
+      row(3, "void lab03::tiled_matmul_kernel<32>(const float *, const float *, float *, int)",
+          metric, "32,768") +
+      row(4, marker, metric, "0");
+  kit::profiler::Profile p;
+  p.run.output = output;
+  p.kernels = kit::profiler::parse_csv(output, metric);
+  CHECK(p.results_right() == 2);
+  const auto trials = p.trials();
+  REQUIRE(trials.size() == 2);
+  REQUIRE(trials[0].size() == 1);
+  CHECK(trials[0][0].value == 65536.0);
+  REQUIRE(trials[1].size() == 2);
+  CHECK(trials[1][0].value + trials[1][1].value == 32778.0);
+
+  SECTION("a student's kernel named like the marker does not split a trial") {
+    p.kernels.insert(p.kernels.begin() + 1, {"void lab03::trial_end()", 5.0});
+    const auto same = p.trials();
+    REQUIRE(same.size() == 2);
+    CHECK(same[0].size() == 2);
+  }
+  SECTION(
+      "kernels after the last marker, of a trial that did not finish, are a group of their own") {
+    p.kernels.push_back({"void lab03::tiled_matmul_kernel<8>()", 7.0});
+    CHECK(p.trials().size() == 3);
+  }
+}

@@ -4,6 +4,7 @@
 // metric "global_load_ratio"; the rubric turns it into partial credit (docs/architecture.md).
 #pragma once
 
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <cmath>
 #include <cstdio>
@@ -63,49 +64,59 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
          << " nor in /usr/local/cuda/bin; counting global loads needs it (it comes with the "
             "CUDA toolkit)");
   }
-  // ncu replays each kernel it profiles, so no other process's kernels may run beside them; the
-  // probe asks for the GPU itself around the counted launch alone (kit::probe::run_counted_matmul),
-  // so the window does not also hold ncu's start, the inputs and the check (seconds a trial).
+  // ncu replays each kernel it profiles, so no other process's kernels may run beside them. All
+  // trials run in one probe process under one ncu (its start takes seconds), which asks for the
+  // GPU to itself once, after creating its context, and marks where each trial ends.
+  std::string modes;
+  for (const LoadCountTrial& trial : trials) modes += (modes.empty() ? "" : " ") + trial.probe_mode;
+  const profiler::Profile p = profiler::profile(ncu, profiler::kGlobalLoads, probe, modes);
+  CAPTURE(p.run.command, p.run.exit_code);
+  if (p.permission_denied()) {
+    SKIP(
+        "Nsight Compute may not read the GPU's performance counters on this machine "
+        "(ERR_NVGPUCTRPERM: an administrator must allow it, "
+        "https://developer.nvidia.com/ERR_NVGPUCTRPERM), so global loads cannot be counted");
+  }
+  // The probe stops at the first trial whose P is wrong; the ones before it were right.
+  const std::size_t right = static_cast<std::size_t>(p.results_right());
+  if (p.result_wrong()) {
+    FAIL(lesson.kernel << " at TILE_WIDTH " << trials[std::min(right, trials.size() - 1)].tile
+                       << ", width " << width
+                       << " computed a wrong P, so its loads were not judged:\n"
+                       << sanitizer::tail(p.run.output, 4)
+                       << "hint: make the correctness tests pass first; this test counts the "
+                          "loads only of a kernel that computes P.");
+  }
+  const std::vector<std::vector<profiler::KernelCount>> per_trial = p.trials();
+  if (right < trials.size() || per_trial.size() != trials.size()) {
+    if (p.kernels.empty() || right < trials.size()) {
+      const std::string why = profiler::unusable_reason(ncu, profiler::kGlobalLoads, probe);
+      if (!why.empty()) SKIP(why);
+    }
+    FAIL("the probe failed under Nsight Compute (exit code "
+         << p.run.exit_code << "; " << right << " of " << trials.size() << " trials finished):\n"
+         << sanitizer::tail(p.run.output)
+         << "hint: the kernel or its launch failed; the correctness tests show how.");
+  }
   double worst = 0.0;
   int worst_tile = 0;
   std::ostringstream report;
-  for (const LoadCountTrial& trial : trials) {
-    const profiler::Profile p =
-        profiler::profile(ncu, profiler::kGlobalLoads, probe, trial.probe_mode);
-    CAPTURE(trial.tile, p.run.command, p.run.exit_code);
-    if (p.permission_denied()) {
-      SKIP(
-          "Nsight Compute may not read the GPU's performance counters on this machine "
-          "(ERR_NVGPUCTRPERM: an administrator must allow it, "
-          "https://developer.nvidia.com/ERR_NVGPUCTRPERM), so global loads cannot be counted");
-    }
-    if (p.result_wrong()) {
-      FAIL(lesson.kernel << " at TILE_WIDTH " << trial.tile << ", width " << width
-                         << " computed a wrong P, so its loads were not judged:\n"
-                         << sanitizer::tail(p.run.output, 4)
-                         << "hint: make the correctness tests pass first; this test counts the "
-                            "loads only of a kernel that computes P.");
-    }
-    if (p.kernels.empty() || !p.result_right()) {
-      const std::string why = profiler::unusable_reason(ncu, profiler::kGlobalLoads, probe);
-      if (!why.empty()) SKIP(why);
-      if (p.result_right()) {
-        FAIL("P came out right, but Nsight Compute saw no kernel launched at TILE_WIDTH "
-             << trial.tile << ":\n"
-             << sanitizer::tail(p.run.output, 6)
-             << "hint: P was computed without a kernel (on the host?); the lab asks for "
-             << lesson.kernel << " to compute it on the GPU.");
-      }
-      FAIL("the probe failed under Nsight Compute (exit code "
-           << p.run.exit_code << "):\n"
-           << sanitizer::tail(p.run.output)
-           << "hint: the kernel or its launch failed; the correctness tests show how.");
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    const LoadCountTrial& trial = trials[i];
+    double total = 0.0;
+    for (const profiler::KernelCount& k : per_trial[i]) total += k.value;
+    if (per_trial[i].empty()) {
+      FAIL("P came out right, but Nsight Compute saw no kernel launched at TILE_WIDTH "
+           << trial.tile << ":\n"
+           << sanitizer::tail(p.run.output, 6)
+           << "hint: P was computed without a kernel (on the host?); the lab asks for "
+           << lesson.kernel << " to compute it on the GPU.");
     }
     const double expected = tiled_global_loads(width, trial.tile);
-    const double ratio = p.total() / expected;
+    const double ratio = total / expected;
     report << "TILE_WIDTH " << trial.tile << ", width " << width << ": "
-           << detail::count_text(p.total()) << " global load instructions in " << p.kernels.size()
-           << (p.kernels.size() == 1 ? " kernel" : " kernels") << "; a tiled kernel issues "
+           << detail::count_text(total) << " global load instructions in " << per_trial[i].size()
+           << (per_trial[i].size() == 1 ? " kernel" : " kernels") << "; a tiled kernel issues "
            << detail::count_text(expected) << " (2 per warp per phase), the naive kernel "
            << trial.tile << " times as many\n";
     if (ratio > worst) {

@@ -44,15 +44,41 @@ struct Profile {
   // or wrong; neither when the probe did not get that far.
   bool result_right() const { return has_line(probe::kResultRight); }
   bool result_wrong() const { return has_line(probe::kResultWrong); }
+  // How many trials the probe found right, when it ran several (kit::probe::main).
+  int results_right() const { return count_lines(probe::kResultRight); }
+
+  // With several probe modes in one run, the kernels of each trial in order: the probe launches
+  // its trial-end kernel after each one, and ncu profiles that like any other. Kernels after the
+  // last marker (a trial that did not finish) make one more group.
+  std::vector<std::vector<KernelCount>> trials() const {
+    std::vector<std::vector<KernelCount>> groups(1);
+    for (const KernelCount& k : kernels) {
+      if (is_trial_end(k.kernel)) {
+        groups.emplace_back();
+      } else {
+        groups.back().push_back(k);
+      }
+    }
+    if (groups.back().empty()) groups.pop_back();
+    return groups;
+  }
 
  private:
-  bool has_line(const std::string& line) const {
+  // The kit's own marker: a name in kit::probe, which no student file may define.
+  static bool is_trial_end(const std::string& name) {
+    return name.find("trial_end") != std::string::npos &&
+           (name.find("kit::probe::") != std::string::npos ||
+            name.find("3kit5probe") != std::string::npos);
+  }
+  bool has_line(const std::string& line) const { return count_lines(line) > 0; }
+  int count_lines(const std::string& line) const {
     std::istringstream in(run.output);
     std::string l;
+    int found = 0;
     while (std::getline(in, l)) {
-      if (l == line) return true;
+      if (l == line) ++found;
     }
-    return false;
+    return found;
   }
 };
 
