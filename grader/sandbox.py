@@ -46,7 +46,8 @@ class Sandbox:
         return [
             *self._unshare(),
             self.python,
-            "-I",
+            "-I",  # isolated: no environment variables, no user site
+            "-S",  # no site module: the init script needs only the standard library's core
             str(INIT),
             str(len(visible)),
             *pairs,
