@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import resource
+import select
 import signal
 import subprocess
 import threading
@@ -82,19 +83,42 @@ def run_limited(
 def _wait_within(
     process: subprocess.Popen[bytes], start: float, timeout: float, not_counted: Callable[[], float] | None
 ) -> None:
-    """Waits for the process; raises TimeoutExpired once it has used `timeout` seconds that count."""
-    if not_counted is None:
-        process.wait(timeout=timeout)
-        return
-    while True:
-        left = timeout + not_counted() - (time.monotonic() - start)
-        if left <= 0:
-            raise subprocess.TimeoutExpired(process.args, timeout)
-        try:
-            process.wait(timeout=min(left, 0.5))  # the uncounted time may grow meanwhile
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    """Waits for the process; raises TimeoutExpired once it has used `timeout` seconds that count.
+
+    Wakes the moment the process ends, through a pidfd where the kernel has them (Linux 5.3):
+    Popen.wait(timeout) polls, sleeping up to 50 ms between looks, and a test process lasts
+    10 to 100 ms on a machine without a GPU, so the polling cost about a third of each test's
+    time there (measured on the 2-core machine: 32 ms for a 15 ms process, 20 ms without)."""
+    ended = _pidfd(process.pid)
+    try:
+        while True:
+            left = timeout + (not_counted() if not_counted else 0.0) - (time.monotonic() - start)
+            if left <= 0:
+                if process.poll() is not None:
+                    return
+                raise subprocess.TimeoutExpired(process.args, timeout)
+            # The uncounted time may grow meanwhile: look again at least every half second.
+            step = min(left, 0.5) if not_counted else left
+            if ended is None:
+                try:
+                    process.wait(timeout=step)
+                    return
+                except subprocess.TimeoutExpired:
+                    continue
+            if select.select([ended], [], [], step)[0]:
+                process.wait()
+                return
+    finally:
+        if ended is not None:
+            os.close(ended)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that turns readable when the process ends; None where there is none."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def _limit_resources() -> None:
