@@ -23,6 +23,8 @@ from functools import partial
 from pathlib import Path
 
 from .build import BuildCache, BuildConfig, build_labs, build_submission_lab, make_cache_root
+from .cgroups import Cgroups
+from .cgroups import detect as detect_cgroups
 from .charts import draw_charts, plot_charts
 from .collect import Submission, collect_submission
 from .errors import GraderError
@@ -78,7 +80,11 @@ class Engine:
         self.pool = ThreadPoolExecutor(max_workers=max(16, 4 * self.scheduler.total_slots))
         self.cache_root = make_cache_root(options.work_root)
         self.cache = BuildCache(self.cache_root, self.scheduler, options.build)
-        self.run_config = replace(options.run, sandbox=self._sandbox()) if options.confine else options.run
+        self.run_config = (
+            replace(options.run, sandbox=self._sandbox(), cgroups=self._cgroups())
+            if options.confine
+            else options.run
+        )
         self._harness: Harness | None = None
         # Seconds, summed over submissions (several run at once, so sums can exceed the wall time).
         self.timings = {"harness": 0.0, "build": 0.0, "test_processes": 0.0}
@@ -112,6 +118,18 @@ class Engine:
             )
         return check.sandbox
 
+    def _cgroups(self) -> Cgroups | None:
+        """A cgroup per test process, bounding its memory and processes (grader/cgroups.py);
+        where there can be none, said once, and the other limits still hold."""
+        check = detect_cgroups()
+        if check.cgroups is None:
+            self.progress.log(
+                f"note: no memory or process limits per test on this machine: {check.reason}. "
+                "The time, CPU, output, file-size and open-file limits and the sandbox still hold "
+                "(docs/architecture.md, 'Confinement')"
+            )
+        return check.cgroups
+
     def harness(self) -> Harness:
         if self._harness is None:
             build_dir = self.options.harness_dir or self.kit.root / "build" / "harness"
@@ -133,6 +151,8 @@ class Engine:
     def close(self) -> None:
         self.pool.shutdown(wait=True)
         shutil.rmtree(self.cache_root, ignore_errors=True)
+        if self.run_config.cgroups is not None:
+            self.run_config.cgroups.close()
 
     def __enter__(self) -> Engine:
         return self

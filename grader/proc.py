@@ -15,10 +15,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import IO
 
+from .cgroups import join as join_cgroup
+
 MAX_FILE_WRITE_BYTES = 256 << 20  # a runaway writer gets SIGXFSZ instead of filling the disk
+MAX_OPEN_FILES = 4096  # a CUDA process opens a few dozen; a descriptor leak stops here
 
 
 @dataclass(frozen=True)
@@ -38,11 +42,13 @@ def run_limited(
     env: dict[str, str] | None = None,
     pass_fds: tuple[int, ...] = (),
     not_counted: Callable[[], float] | None = None,
+    cgroup: tuple[Path, ...] = (),
 ) -> ProcessResult:
     """Runs command to its end or its time limit. `pass_fds` are handed to the child: closed
     here once it has them, so that only the child holds them. `not_counted`, when given, says
     how many seconds of the run so far the limit must not count (time the process spent waiting
-    for the grader); the caller caps it."""
+    for the grader); the caller caps it. `cgroup`: the `cgroup.procs` files of the cgroup the
+    child joins before it executes the command (grader/cgroups.py)."""
     start = time.monotonic()
     try:
         process = subprocess.Popen(
@@ -53,7 +59,7 @@ def run_limited(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so killpg reaches every child
-            preexec_fn=_limit_resources,
+            preexec_fn=partial(_limit_resources, timeout, cgroup),
             pass_fds=pass_fds,
         )
     finally:
@@ -121,9 +127,24 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-def _limit_resources() -> None:
+def _limit_resources(timeout: float, cgroup: tuple[Path, ...]) -> None:
+    """In the child, before it executes the command."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash should not leave a core file
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_WRITE_BYTES, MAX_FILE_WRITE_BYTES))
+    # CPU time, per process: twice the wall-clock limit, which an honest single-threaded process
+    # cannot reach (the wall limit ends it first); a process spinning many threads is stopped by
+    # SIGXCPU, and SIGKILL a few seconds later.
+    cpu = int(2 * timeout) + 10
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    _lower_limit(resource.RLIMIT_NOFILE, MAX_OPEN_FILES)
+    if cgroup:
+        join_cgroup(cgroup)
+
+
+def _lower_limit(which: int, most: int) -> None:
+    soft, hard = resource.getrlimit(which)
+    cap = most if hard == resource.RLIM_INFINITY else min(most, hard)
+    resource.setrlimit(which, (min(soft, cap) if soft != resource.RLIM_INFINITY else cap, cap))
 
 
 def _kill_group(pid: int) -> None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from .cgroups import Cgroups
 from .errors import GraderError
 from .gate import GpuGate
 from .proc import ProcessResult, run_limited
@@ -74,6 +75,7 @@ class RunConfig:
     timeout: float = 120.0  # seconds per test
     output_limit: int = 64 * 1024  # bytes of console output kept per test
     sandbox: Sandbox | None = None  # how test processes are confined; None: not at all (make check)
+    cgroups: Cgroups | None = None  # a cgroup per test process, with memory and process limits
 
 
 @dataclass(frozen=True)
@@ -229,18 +231,26 @@ def run_test(
         environment = scrubbed_env(run_dir, {**(env or {}), **(gate.env() if gate else {})})
         if config.sandbox is not None:
             command = config.sandbox.wrap(command, run_dir, _readable(exe, work_dir, env or {}))
-        result = run_limited(
-            command,
-            cwd=run_dir,
-            timeout=config.timeout,
-            output_limit=config.output_limit,
-            env=environment,
-            pass_fds=report.hand_over() + (gate.child_fds() if gate else ()),
-            # Waiting for a measuring window is the class's queue, not the test's time; capped,
-            # since the test's own code holds the gate's pipes and could keep asking.
-            not_counted=(lambda: min(gate.waited(), config.timeout)) if gate else None,
-        )
-    return outcome_from(name, result, report.text, config)
+        limits_hit: list[str] = []
+        with config.cgroups.for_test() if config.cgroups is not None else nullcontext() as cgroup:
+            result = run_limited(
+                command,
+                cwd=run_dir,
+                timeout=config.timeout,
+                output_limit=config.output_limit,
+                env=environment,
+                pass_fds=report.hand_over() + (gate.child_fds() if gate else ()),
+                # Waiting for a measuring window is the class's queue, not the test's time;
+                # capped, since the test's own code holds the gate's pipes and could keep asking.
+                not_counted=(lambda: min(gate.waited(), config.timeout)) if gate else None,
+                cgroup=cgroup.procs if cgroup is not None else (),
+            )
+            if cgroup is not None:
+                limits_hit = cgroup.limits_hit()
+    outcome = outcome_from(name, result, report.text, config)
+    if outcome.status is not Status.PASSED:
+        outcome.messages.extend(limits_hit)
+    return outcome
 
 
 def _readable(exe: Path, work_dir: Path, env: dict[str, str]) -> tuple[Path, ...]:

@@ -1,0 +1,290 @@
+"""Memory and process limits for each test process of student code, with a cgroup per test.
+
+A confined test (grader/sandbox.py) already cannot outlive its test, see the grader's files or
+reach the network. What a PID namespace and rlimits cannot bound is how much memory the test
+and its children take together (RLIMIT_AS breaks CUDA, which reserves far more address space
+than it uses) and how many processes it starts (RLIMIT_NPROC does not bind root, and counts
+every process of the user, not of the test). A cgroup bounds both for the test's whole tree:
+
+- cgroup v2 (one hierarchy at /sys/fs/cgroup): a folder `kit-grader-<pid>` in the grader's own
+  cgroup, with the memory and pids controllers, and in it one folder per test process;
+- cgroup v1 (a hierarchy per controller): the same folders in the memory and pids hierarchies.
+
+The test process joins its cgroup before it executes anything (run_limited's preexec), so every
+process it starts is counted. Where neither can be set up (no right to write the hierarchy, the
+controllers not delegated), `detect` says why; the grader then says so once and grades with the
+other limits (docs/architecture.md, "Confinement").
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+CONTROLLERS = ("memory", "pids")
+
+
+@dataclass(frozen=True)
+class Limits:
+    # A GPU test's process holds a CUDA context (a few hundred MB of host memory) and its
+    # matrices; compute-sanitizer or ncu around it add their own. 8 GiB leaves room for all of it
+    # and still stops one test from taking the machine (16 at once on the GPU machine's 128 GB).
+    memory_bytes: int = 8 << 30
+    # Threads count as processes here: a CUDA process has a dozen, a sanitizer run a few dozen.
+    max_processes: int = 512
+
+
+@dataclass(frozen=True)
+class Cgroups:
+    """The grader's cgroup folders (one for v2, one per controller for v1), in which each test
+    gets a folder of its own."""
+
+    folders: tuple[Path, ...]
+    version: int
+    limits: Limits = field(default_factory=Limits)
+
+    @contextmanager
+    def for_test(self) -> Iterator[TestCgroup]:
+        """A fresh cgroup with the limits set, removed afterwards once every process in it has
+        ended; its `procs` are the files the test process writes its pid into."""
+        name = f"test-{uuid.uuid4().hex[:16]}"
+        made: list[Path] = []
+        try:
+            for folder in self.folders:
+                path = folder / name
+                path.mkdir()
+                made.append(path)
+                _set_limits(path, self.limits)
+            yield TestCgroup(tuple(made), self.limits)
+        finally:
+            for path in reversed(made):
+                _remove(path)
+
+    def close(self) -> None:
+        """Removes the grader's folders (each test's is gone already)."""
+        for folder in self.folders:
+            _remove(folder)
+
+
+@dataclass(frozen=True)
+class TestCgroup:
+    folders: tuple[Path, ...]
+    limits: Limits
+
+    @property
+    def procs(self) -> tuple[Path, ...]:
+        return tuple(folder / "cgroup.procs" for folder in self.folders)
+
+    def limits_hit(self) -> list[str]:
+        """Which limits the test's processes ran into, in words for the student; read before the
+        cgroup is removed."""
+        hit = []
+        if _event(self.folders, "memory.events", "oom_kill") or _event(
+            self.folders, "memory.oom_control", "oom_kill"
+        ):
+            hit.append(
+                f"the test's processes together used more than {self.limits.memory_bytes >> 20} MiB of "
+                "memory, their limit, and were killed"
+            )
+        if _event(self.folders, "pids.events", "max"):
+            hit.append(
+                f"the test's processes tried to start more than {self.limits.max_processes} processes "
+                "and threads, their limit, and were refused"
+            )
+        return hit
+
+
+def _event(folders: tuple[Path, ...], file: str, key: str) -> int:
+    """A counter from a cgroup's events file ("key N" lines), 0 where there is none."""
+    for folder in folders:
+        try:
+            lines = (folder / file).read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == key and parts[1].isdigit():
+                return int(parts[1])
+    return 0
+
+
+@dataclass(frozen=True)
+class CgroupCheck:
+    cgroups: Cgroups | None
+    reason: str = ""  # why there are none
+
+
+def detect(
+    limits: Limits | None = None, root: Path = ROOT, own: Path = Path("/proc/self/cgroup")
+) -> CgroupCheck:
+    """Cgroups for this grading run, tried once with a test folder, or why there are none."""
+    limits = limits or Limits()
+    try:
+        membership = own.read_text()
+    except OSError as error:
+        return CgroupCheck(None, f"cannot read {own}: {error.strerror}")
+    try:
+        if (root / "cgroup.controllers").is_file():
+            cgroups = _v2(root, membership, limits)
+        else:
+            cgroups = _v1(root, membership, limits)
+    except _Unusable as why:
+        return CgroupCheck(None, str(why))
+    except OSError as error:
+        return CgroupCheck(None, f"cannot set up cgroups under {root}: {error.strerror or error}")
+    # The whole path once: a test's cgroup made, a process moved into it before it executes
+    # (as run_limited's child does), the cgroup removed.
+    try:
+        with cgroups.for_test() as cgroup:
+            done = subprocess.run(["/bin/true"], preexec_fn=partial(join, cgroup.procs), check=False)
+        if done.returncode != 0:
+            raise OSError(f"/bin/true in a test's cgroup exited with {done.returncode}")
+    except (OSError, subprocess.SubprocessError) as error:
+        cgroups.close()
+        cause = error.strerror if isinstance(error, OSError) and error.strerror else error
+        return CgroupCheck(
+            None, f"cannot run a process in a test's cgroup under {cgroups.folders[0]}: {cause}"
+        )
+    return CgroupCheck(cgroups)
+
+
+def join(procs_files: tuple[Path, ...]) -> None:
+    """In the test process, before it executes the test: moves it into its cgroup."""
+    pid = str(os.getpid()).encode()
+    for procs in procs_files:
+        fd = os.open(procs, os.O_WRONLY)
+        try:
+            os.write(fd, pid)
+        finally:
+            os.close(fd)
+
+
+class _Unusable(Exception):
+    pass
+
+
+def _v2(root: Path, membership: str, limits: Limits) -> Cgroups:
+    own = next((line[3:] for line in membership.splitlines() if line.startswith("0::")), None)
+    if own is None:
+        raise _Unusable("cgroup v2 is mounted, but this process's cgroup is not listed in /proc/self/cgroup")
+    base = root / own.strip().lstrip("/")
+    available = (base / "cgroup.controllers").read_text().split()
+    missing = [name for name in CONTROLLERS if name not in available]
+    if missing:
+        raise _Unusable(f"the {' and '.join(missing)} controller is not delegated to {base}")
+    enabled = (base / "cgroup.subtree_control").read_text().split()
+    wanted = " ".join(f"+{name}" for name in CONTROLLERS if name not in enabled)
+    if wanted:
+        try:
+            (base / "cgroup.subtree_control").write_text(wanted)
+        except OSError as error:
+            raise _Unusable(
+                f"cannot enable {wanted} in {base}/cgroup.subtree_control ({error.strerror}; "
+                "a cgroup that holds processes cannot hand controllers to its children unless "
+                "it is the root: run the grader in a cgroup of its own, e.g. with systemd-run "
+                "--scope, or in a container started with its own cgroup)"
+            ) from error
+    _sweep_stale(base)
+    kit = base / f"kit-grader-{os.getpid()}"
+    kit.mkdir()
+    try:
+        (kit / "cgroup.subtree_control").write_text(" ".join(f"+{name}" for name in CONTROLLERS))
+    except OSError:
+        _remove(kit)
+        raise
+    return Cgroups((kit,), 2, limits)
+
+
+def _v1(root: Path, membership: str, limits: Limits) -> Cgroups:
+    folders: list[Path] = []
+    for name in CONTROLLERS:
+        path = None
+        for line in membership.splitlines():
+            parts = line.split(":", 2)
+            if len(parts) == 3 and name in parts[1].split(","):
+                path = parts[2]
+        mount = root / name
+        if path is None or not mount.is_dir():
+            raise _Unusable(f"no cgroup v1 {name} hierarchy at {mount}")
+        parent = mount / path.strip().lstrip("/")
+        _sweep_stale(parent)
+        kit = parent / f"kit-grader-{os.getpid()}"
+        try:
+            kit.mkdir()
+        except OSError:
+            for made in folders:
+                _remove(made)
+            raise
+        folders.append(kit)
+    return Cgroups(tuple(folders), 1, limits)
+
+
+def _sweep_stale(parent: Path) -> None:
+    """Removes the folders of earlier grading runs whose grader is gone (killed before it could
+    remove them): empty cgroups, but they would pile up on a grading machine."""
+    for folder in parent.glob("kit-grader-*"):
+        pid = folder.name.removeprefix("kit-grader-")
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        for test in folder.glob("test-*"):
+            _remove(test)
+        _remove(folder)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _set_limits(path: Path, limits: Limits) -> None:
+    writes = {
+        "memory.max": str(limits.memory_bytes),  # v2
+        "memory.swap.max": "0",  # v2: the limit is not to be dodged by swapping
+        "memory.oom.group": "1",  # v2: out of memory kills the test's whole tree, not one process
+        "memory.limit_in_bytes": str(limits.memory_bytes),  # v1
+        "pids.max": str(limits.max_processes),  # both
+    }
+    for name, value in writes.items():
+        if (path / name).exists():
+            (path / name).write_text(value)
+
+
+def _remove(path: Path) -> None:
+    """rmdir, once the processes in it are gone: they may still be exiting after their test's
+    PID namespace ended; any left after a second are killed."""
+    for attempt in range(100):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if attempt == 50:
+                _kill_members(path)
+            time.sleep(0.02)
+
+
+def _kill_members(path: Path) -> None:
+    try:
+        pids = (path / "cgroup.procs").read_text().split()
+    except OSError:
+        return
+    for pid in pids:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, ValueError):
+            pass

@@ -1,0 +1,91 @@
+"""Per-test cgroups (grader/cgroups.py): a test's processes together stay under the memory and
+process limits, and the cgroup is gone when the test ends. Runs where cgroups can be set up (as
+root on this machine's cgroup v1, CI included); skipped with the reason elsewhere."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.cgroups import Limits, detect
+from grader.proc import run_limited
+
+
+def cgroups_or_skip(limits: Limits):
+    check = detect(limits)
+    if check.cgroups is None:
+        pytest.skip(f"no cgroups here: {check.reason}")
+    return check.cgroups
+
+
+def run_in_cgroup(cgroups, command: list[str], tmp_path: Path):
+    with cgroups.for_test() as cgroup:
+        result = run_limited(command, cwd=tmp_path, timeout=20, output_limit=1 << 16, cgroup=cgroup.procs)
+        hit = cgroup.limits_hit()
+    return result, cgroup.folders, hit
+
+
+def test_a_test_cannot_start_more_processes_than_its_limit(tmp_path):
+    cgroups = cgroups_or_skip(Limits(max_processes=16))
+    try:
+        script = "for i in $(seq 40); do (sleep 2 &) 2>/dev/null || echo refused; done; wait"
+        result, folders, hit = run_in_cgroup(cgroups, ["/bin/sh", "-c", script], tmp_path)
+        assert result.output.count("refused") >= 20, result.output
+        assert hit == [
+            "the test's processes tried to start more than 16 processes and threads, their limit, and were refused"
+        ]
+        assert not any(folder.exists() for folder in folders)  # removed once its processes ended
+    finally:
+        cgroups.close()
+    assert not any(folder.exists() for folder in cgroups.folders)
+
+
+def test_a_test_that_takes_more_memory_than_its_limit_is_killed(tmp_path):
+    cgroups = cgroups_or_skip(Limits(memory_bytes=64 << 20))
+    try:
+        grab = "x = bytearray(256 << 20); x[::4096] = b'1' * len(x[::4096]); print('kept it')"
+        result, _, hit = run_in_cgroup(cgroups, [sys.executable, "-c", grab], tmp_path)
+        assert "kept it" not in result.output
+        assert result.returncode is not None and result.returncode != 0
+        assert hit == [
+            "the test's processes together used more than 64 MiB of memory, their limit, and were killed"
+        ]
+    finally:
+        cgroups.close()
+
+
+def test_a_well_behaved_test_runs_as_before_inside_its_cgroup(tmp_path):
+    cgroups = cgroups_or_skip(Limits())
+    try:
+        result, _, hit = run_in_cgroup(
+            cgroups, ["/bin/sh", "-c", "echo fine; ulimit -t; ulimit -n"], tmp_path
+        )
+        assert result.returncode == 0
+        assert hit == []
+        # CPU seconds: twice the 20 s wall limit plus 10; open files: the kit's cap.
+        assert result.output.split() == ["fine", "50", "4096"]
+    finally:
+        cgroups.close()
+
+
+def test_without_a_cgroup_hierarchy_detect_says_why(tmp_path):
+    own = tmp_path / "cgroup"
+    own.write_text("0::/\n")
+    check = detect(root=tmp_path / "nothing", own=own)
+    assert check.cgroups is None
+    assert "no cgroup v1 memory hierarchy" in check.reason
+
+
+def test_folders_left_by_a_killed_grader_are_removed_by_the_next_run(tmp_path):
+    first = cgroups_or_skip(Limits())
+    stale = [folder.with_name("kit-grader-999999999") for folder in first.folders]
+    first.close()
+    for folder in stale:
+        (folder / "test-left-behind").mkdir(parents=True)
+    second = cgroups_or_skip(Limits())
+    try:
+        assert not any(folder.exists() for folder in stale)
+    finally:
+        second.close()
