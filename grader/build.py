@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from .inspect import inspect_objects
 from .proc import ProcessResult, run_limited
 from .rubric import Lab
+from .sandbox import Sandbox
 from .schedule import Need, Scheduler
 
 if TYPE_CHECKING:
@@ -164,10 +165,17 @@ def trim_log(output: str, source: Path) -> str:
 class BuildCache:
     """Objects and executables of one grading run, by content; one build per key, ever."""
 
-    def __init__(self, root: Path, scheduler: Scheduler, config: BuildConfig) -> None:
+    def __init__(
+        self, root: Path, scheduler: Scheduler, config: BuildConfig, sandbox: Sandbox | None = None
+    ) -> None:
         self.root = root
         self.scheduler = scheduler
         self.config = config
+        # Compiles of the student's files run in the tests' sandbox where there is one: no
+        # student code runs there, but the compiler reads whatever the source names, so the
+        # solutions, the harness and other submissions are hidden from it too (the screen's
+        # include list refuses such names first; this holds even if it missed one).
+        self.sandbox = sandbox
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self._results: dict[str, tuple[Path | None, str]] = {}
@@ -185,6 +193,18 @@ class BuildCache:
         with self.scheduler.hold(Need.CPU):
             return run_limited(command, cwd=cwd, timeout=self.config.timeout, output_limit=BUILD_OUTPUT_LIMIT)
 
+    def _run_compile(self, command: list[str], recipe: CompileRecipe, folder: Path) -> ProcessResult:
+        if self.sandbox is None:
+            return self._run(command, recipe.cwd)
+        # The object's folder writable (the source was written there); the compiler's folder and
+        # the kit's sources the command names (include folders, the lab's headers) readable; it
+        # runs in `folder`.
+        named = [Path(command[0]).parent]  # the compiler's own folder (nvcc's bin/)
+        named += [Path(arg[2:]) for arg in command if arg.startswith("-I") and len(arg) > 2]
+        named += [Path(arg.split("=", 1)[1]) for arg in command if arg.startswith("-isystem=")]
+        readable = tuple(path for path in dict.fromkeys(named) if path.is_absolute() and path.is_dir())
+        return self._run(self.sandbox.wrap(command, folder, readable), folder)
+
     def compile(self, fingerprint: str, recipe: CompileRecipe, data: bytes) -> tuple[Path | None, str]:
         """(object, "") or (None, the compiler's errors, naming only the student's file)."""
         key = _digest(fingerprint, recipe.name, *recipe.argv, data=data)
@@ -199,7 +219,7 @@ class BuildCache:
         source = folder / recipe.name
         source.write_bytes(data)
         obj = folder / f"{recipe.name}.o"
-        done = self._run(recipe.command(source, obj), recipe.cwd)
+        done = self._run_compile(recipe.command(source, obj), recipe, folder)
         self.compiled += 1
         if done.timed_out:
             return None, f"{recipe.name}: the compiler was stopped after {self.config.timeout:.0f} s"

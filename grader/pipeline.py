@@ -79,12 +79,12 @@ class Engine:
         self.scheduler = Scheduler(options.cpu_slots, gpus, options.gpu_slots)
         self.pool = ThreadPoolExecutor(max_workers=max(16, 4 * self.scheduler.total_slots))
         self.cache_root = make_cache_root(options.work_root)
-        self.cache = BuildCache(self.cache_root, self.scheduler, options.build)
         self.run_config = (
             replace(options.run, sandbox=self._sandbox(), cgroups=self._cgroups())
             if options.confine
             else options.run
         )
+        self.cache = BuildCache(self.cache_root, self.scheduler, options.build, self.run_config.sandbox)
         self._harness: Harness | None = None
         # Seconds, summed over submissions (several run at once, so sums can exceed the wall time).
         self.timings = {"harness": 0.0, "build": 0.0, "test_processes": 0.0}

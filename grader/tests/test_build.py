@@ -168,3 +168,34 @@ def test_trim_log_keeps_the_errors_with_context_or_else_the_tail():
     log = "\n".join([f"line {i}" for i in range(50)] + ["/src/x.cu(3): error: bad", "  int x = ;", "      ^"])
     assert trim_log(log, Path("/src")) == "x.cu(3): error: bad\n  int x = ;\n      ^"
     assert trim_log("\n".join(f"line {i}" for i in range(100)), Path("/src")).splitlines()[0] == "line 70"
+
+
+def test_a_students_compile_in_the_sandbox_reads_the_kit_headers_and_nothing_hidden(tmp_path):
+    from grader.harness import CompileRecipe
+    from grader.sandbox import detect
+
+    secret, include, harness = tmp_path / "solutions", tmp_path / "include", tmp_path / "harness"
+    for folder in (secret, include, harness):
+        folder.mkdir()
+    (secret / "answer.h").write_text("int answer() { return 42; }\n")
+    (include / "api.h").write_text("int api();\n")
+    check = detect((secret, harness))
+    if check.sandbox is None:
+        pytest.skip(f"no sandbox here: {check.reason}")
+    recipe = CompileRecipe(
+        "student.cpp",
+        ("g++", f"-I{include}", "-c", "student.cpp", "-o", "student.o"),
+        harness,
+        "student.cpp",
+        "student.o",
+    )
+    confined = BuildCache(tmp_path / "cache", Scheduler(1, [], 1), BuildConfig(), check.sandbox)
+    obj, log = confined.compile("f", recipe, b'#include "api.h"\nint api() { return 1; }\n')
+    assert obj is not None and obj.is_file(), log
+    stolen = f'#include "{secret}/answer.h"\n'.encode()
+    obj, log = confined.compile("f", recipe, stolen)
+    assert obj is None and "answer.h" in log
+    # Unconfined (make check), the same file compiles: the sandbox is what refused it.
+    unconfined = BuildCache(tmp_path / "cache2", Scheduler(1, [], 1), BuildConfig())
+    obj, _ = unconfined.compile("f", recipe, stolen)
+    assert obj is not None
