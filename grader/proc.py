@@ -135,16 +135,22 @@ def _limit_resources(timeout: float, cgroup: tuple[Path, ...]) -> None:
     # cannot reach (the wall limit ends it first); a process spinning many threads is stopped by
     # SIGXCPU, and SIGKILL a few seconds later.
     cpu = int(2 * timeout) + 10
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    _lower_limit(resource.RLIMIT_CPU, cpu + 5, soft=cpu)
     _lower_limit(resource.RLIMIT_NOFILE, MAX_OPEN_FILES)
     if cgroup:
         join_cgroup(cgroup)
 
 
-def _lower_limit(which: int, most: int) -> None:
-    soft, hard = resource.getrlimit(which)
+def _lower_limit(which: int, most: int, soft: int | None = None) -> None:
+    """Lowers a limit to at most `most` (its soft limit to `soft`, when given), never raising
+    one the grader itself runs under: raising a hard limit needs a privilege, and a failure here
+    would fail the process's start."""
+    current_soft, hard = resource.getrlimit(which)
     cap = most if hard == resource.RLIM_INFINITY else min(most, hard)
-    resource.setrlimit(which, (min(soft, cap) if soft != resource.RLIM_INFINITY else cap, cap))
+    wanted = cap if soft is None else min(soft, cap)
+    if current_soft != resource.RLIM_INFINITY:
+        wanted = min(wanted, current_soft)
+    resource.setrlimit(which, (wanted, cap))
 
 
 def _kill_group(pid: int) -> None:
