@@ -59,11 +59,18 @@ class Cgroups:
         name = f"test-{uuid.uuid4().hex[:16]}"
         made: list[Path] = []
         try:
-            for folder in self.folders:
-                path = folder / name
-                path.mkdir()
-                made.append(path)
-                _set_limits(path, self.limits)
+            try:
+                for folder in self.folders:
+                    path = folder / name
+                    path.mkdir()
+                    made.append(path)
+                    _set_limits(path, self.limits)
+            except OSError:
+                # It worked when the run began (detect): one test without its cgroup is better
+                # than a class run stopped by an exception. The test's other limits still hold.
+                for path in reversed(made):
+                    _remove(path)
+                made = []
             yield TestCgroup(tuple(made), self.limits)
         finally:
             for path in reversed(made):
@@ -145,7 +152,7 @@ def detect(
     # (as run_limited's child does), the cgroup removed.
     try:
         with cgroups.for_test() as cgroup:
-            done = subprocess.run(["/bin/true"], preexec_fn=partial(join, cgroup.procs), check=False)
+            done = subprocess.run(["/bin/true"], preexec_fn=partial(join, cgroup.procs, True), check=False)
         if done.returncode != 0:
             raise OSError(f"/bin/true in a test's cgroup exited with {done.returncode}")
     except (OSError, subprocess.SubprocessError) as error:
@@ -157,15 +164,22 @@ def detect(
     return CgroupCheck(cgroups)
 
 
-def join(procs_files: tuple[Path, ...]) -> None:
-    """In the test process, before it executes the test: moves it into its cgroup."""
+def join(procs_files: tuple[Path, ...], strict: bool = False) -> None:
+    """In the test process, before it executes the test: moves it into its cgroup (`strict`:
+    raising where that fails, as detect's trial must)."""
     pid = str(os.getpid()).encode()
     for procs in procs_files:
-        fd = os.open(procs, os.O_WRONLY)
+        # As in for_test: a failure here would fail the test's start; the run's first process
+        # proved the path works (detect), so one that fails now runs without its cgroup.
         try:
-            os.write(fd, pid)
-        finally:
-            os.close(fd)
+            fd = os.open(procs, os.O_WRONLY)
+            try:
+                os.write(fd, pid)
+            finally:
+                os.close(fd)
+        except OSError:
+            if strict:
+                raise
 
 
 class _Unusable(Exception):

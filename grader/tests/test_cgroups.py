@@ -89,3 +89,14 @@ def test_folders_left_by_a_killed_grader_are_removed_by_the_next_run(tmp_path):
         assert not any(folder.exists() for folder in stale)
     finally:
         second.close()
+
+
+def test_a_test_whose_cgroup_cannot_be_made_runs_without_one_instead_of_stopping_the_class(tmp_path):
+    from grader.cgroups import Cgroups
+
+    gone = Cgroups((tmp_path / "removed-under-the-grader",), 2, Limits())
+    with gone.for_test() as cgroup:
+        result = run_limited(["/bin/true"], cwd=tmp_path, timeout=5, output_limit=1024, cgroup=cgroup.procs)
+        assert cgroup.limits_hit() == []
+    assert cgroup.procs == ()
+    assert result.returncode == 0
