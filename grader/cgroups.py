@@ -6,8 +6,13 @@ and its children take together (RLIMIT_AS breaks CUDA, which reserves far more a
 than it uses) and how many processes it starts (RLIMIT_NPROC does not bind root, and counts
 every process of the user, not of the test). A cgroup bounds both for the test's whole tree:
 
-- cgroup v2 (one hierarchy at /sys/fs/cgroup): a folder `kit-grader-<pid>` in the grader's own
-  cgroup, with the memory and pids controllers, and in it one folder per test process;
+- cgroup v2 (one hierarchy at /sys/fs/cgroup): a folder `kit-grader-<pid>` with the memory and
+  pids controllers, and in it one folder per test process. The folder goes in the grader's own
+  cgroup where that cgroup can hand both controllers to its children (a delegated systemd scope,
+  a container's own cgroup); where it cannot (it lacks a controller, or it holds processes, which
+  v2 forbids for a cgroup that hands controllers on), in the nearest cgroup above it that can: as
+  root on the GPU image, the grader's cgroup has only the memory controller and the root has
+  both;
 - cgroup v1 (a hierarchy per controller): the same folders in the memory and pids hierarchies.
 
 The test process joins its cgroup before it executes anything (run_limited's preexec), so every
@@ -25,7 +30,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -51,6 +56,7 @@ class Cgroups:
     folders: tuple[Path, ...]
     version: int
     limits: Limits = field(default_factory=Limits)
+    note: str = ""  # where they are, when that is not where the grader runs (said once)
 
     @contextmanager
     def for_test(self) -> Iterator[TestCgroup]:
@@ -139,17 +145,35 @@ def detect(
         membership = own.read_text()
     except OSError as error:
         return CgroupCheck(None, f"cannot read {own}: {error.strerror}")
-    try:
-        if (root / "cgroup.controllers").is_file():
-            cgroups = _v2(root, membership, limits)
-        else:
-            cgroups = _v1(root, membership, limits)
-    except _Unusable as why:
-        return CgroupCheck(None, str(why))
-    except OSError as error:
-        return CgroupCheck(None, f"cannot set up cgroups under {root}: {error.strerror or error}")
-    # The whole path once: a test's cgroup made, a process moved into it before it executes
-    # (as run_limited's child does), the cgroup removed.
+    if not (root / "cgroup.controllers").is_file():
+        try:
+            return _tried(_v1(root, membership, limits))
+        except _Unusable as why:
+            return CgroupCheck(None, str(why))
+        except OSError as error:
+            return CgroupCheck(None, f"cannot set up cgroups under {root}: {error.strerror or error}")
+    first_reason = ""
+    for base in _v2_candidates(root, membership):
+        try:
+            # Only the grader's own cgroup is changed to hand controllers on; one above it is used
+            # only where it already does (a cgroup of someone else's is not reconfigured).
+            check = _tried(_v2(base, limits, may_enable=not first_reason))
+        except _Unusable as why:
+            check = CgroupCheck(None, str(why))
+        except OSError as error:
+            check = CgroupCheck(None, f"cannot set up cgroups under {base}: {error.strerror or error}")
+        if check.cgroups is not None:
+            if first_reason:
+                note = f"the test cgroups are in {base}, not in the grader's own cgroup ({first_reason})"
+                check = CgroupCheck(replace(check.cgroups, note=note))
+            return check
+        first_reason = first_reason or check.reason
+    return CgroupCheck(None, first_reason or "cgroup v2 is mounted, but this process's cgroup is not listed")
+
+
+def _tried(cgroups: Cgroups) -> CgroupCheck:
+    """The whole path once: a test's cgroup made, a process moved into it before it executes
+    (as run_limited's child does), the cgroup removed."""
     try:
         with cgroups.for_test() as cgroup:
             done = subprocess.run(["/bin/true"], preexec_fn=partial(join, cgroup.procs, True), check=False)
@@ -186,17 +210,24 @@ class _Unusable(Exception):
     pass
 
 
-def _v2(root: Path, membership: str, limits: Limits) -> Cgroups:
+def _v2_candidates(root: Path, membership: str) -> list[Path]:
+    """Where the grader's v2 folder may go: its own cgroup, then each one above it, the root last."""
     own = next((line[3:] for line in membership.splitlines() if line.startswith("0::")), None)
     if own is None:
-        raise _Unusable("cgroup v2 is mounted, but this process's cgroup is not listed in /proc/self/cgroup")
+        return []
     base = root / own.strip().lstrip("/")
+    return [base, *(parent for parent in base.parents if parent.is_relative_to(root))]
+
+
+def _v2(base: Path, limits: Limits, may_enable: bool) -> Cgroups:
     available = (base / "cgroup.controllers").read_text().split()
     missing = [name for name in CONTROLLERS if name not in available]
     if missing:
         raise _Unusable(f"the {' and '.join(missing)} controller is not delegated to {base}")
     enabled = (base / "cgroup.subtree_control").read_text().split()
     wanted = " ".join(f"+{name}" for name in CONTROLLERS if name not in enabled)
+    if wanted and not may_enable:
+        raise _Unusable(f"{base} does not hand {wanted} to its children")
     if wanted:
         try:
             (base / "cgroup.subtree_control").write_text(wanted)

@@ -128,6 +128,8 @@ class Engine:
                 "The time, CPU, output, file-size and open-file limits and the sandbox still hold "
                 "(docs/architecture.md, 'Confinement')"
             )
+        elif check.cgroups.note:
+            self.progress.log(f"note: {check.cgroups.note}")
         return check.cgroups
 
     def harness(self) -> Harness:

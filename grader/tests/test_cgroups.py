@@ -100,3 +100,61 @@ def test_a_test_whose_cgroup_cannot_be_made_runs_without_one_instead_of_stopping
         assert cgroup.limits_hit() == []
     assert cgroup.procs == ()
     assert result.returncode == 0
+
+
+def fake_v2_tree(tmp_path: Path, levels: dict[str, tuple[str, str]]) -> Path:
+    """A cgroup v2 hierarchy of plain folders: each level's (controllers, subtree_control)."""
+    root = tmp_path / "cgroup"
+    for level, (controllers, enabled) in levels.items():
+        folder = root / level if level else root
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "cgroup.controllers").write_text(controllers + "\n")
+        (folder / "cgroup.subtree_control").write_text(enabled + "\n")
+    return root
+
+
+def detect_in(tmp_path: Path, root: Path, own: str, monkeypatch):
+    import grader.cgroups as cgroups
+
+    # Plain folders cannot take a process: the trial run is the real hierarchy's test.
+    monkeypatch.setattr(cgroups, "_tried", lambda made: cgroups.CgroupCheck(made))
+    membership = tmp_path / "self-cgroup"
+    membership.write_text(f"0::{own}\n")
+    return detect(root=root, own=membership)
+
+
+def test_v2_uses_the_graders_own_cgroup_where_it_can_hand_both_controllers_on(tmp_path, monkeypatch):
+    root = fake_v2_tree(tmp_path, {"": ("memory pids", "memory pids"), "job": ("memory pids", "")})
+    check = detect_in(tmp_path, root, "/job", monkeypatch)
+    assert check.cgroups is not None and check.cgroups.note == ""
+    assert check.cgroups.folders[0].parent == root / "job"
+    assert (root / "job" / "cgroup.subtree_control").read_text() == "+memory +pids"
+
+
+def test_v2_goes_up_to_a_cgroup_that_hands_both_on_when_its_own_lacks_one_and_says_so(tmp_path, monkeypatch):
+    # As on the GPU image: the grader's cgroup has only memory, its parent too, the root both.
+    root = fake_v2_tree(
+        tmp_path,
+        {
+            "": ("cpu memory pids", "cpu memory pids"),
+            "api": ("cpu memory pids", "memory"),
+            "api/job": ("memory", ""),
+        },
+    )
+    check = detect_in(tmp_path, root, "/api/job", monkeypatch)
+    assert check.cgroups is not None
+    assert check.cgroups.folders[0].parent == root
+    assert "not in the grader's own cgroup" in check.cgroups.note
+    assert "pids controller is not delegated" in check.cgroups.note
+    assert (root / "api" / "cgroup.subtree_control").read_text() == "memory\n"  # left as it was
+
+
+def test_v2_never_reconfigures_a_cgroup_above_its_own(tmp_path, monkeypatch):
+    root = fake_v2_tree(
+        tmp_path, {"": ("memory pids", "memory"), "api": ("memory pids", ""), "api/job": ("memory", "")}
+    )
+    check = detect_in(tmp_path, root, "/api/job", monkeypatch)
+    assert check.cgroups is None
+    assert "pids controller is not delegated" in check.reason
+    assert (root / "api" / "cgroup.subtree_control").read_text() == "\n"
+    assert (root / "cgroup.subtree_control").read_text() == "memory\n"
