@@ -186,7 +186,35 @@ def _read_link_records(folder: Path) -> list[tuple[Path, list[str]]]:
 
 
 def _argv(entry: dict) -> list[str]:
-    return list(entry["arguments"]) if "arguments" in entry else shlex.split(entry["command"])
+    argv = list(entry["arguments"]) if "arguments" in entry else shlex.split(entry["command"])
+    return _inline_options_files(argv, Path(entry.get("directory", ".")))
+
+
+def _inline_options_files(argv: list[str], cwd: Path) -> list[str]:
+    """The arguments of each response file (`--options-file F`, nvcc's; `@F`) in its place.
+    CMake's Makefile generator puts a lab's include folders in one, named relative to the build
+    folder, which a confined compile cannot see (it sees only the folders its command names)."""
+    out: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        name = None
+        if arg in ("--options-file", "-optf"):
+            name = next(args, None)
+        elif arg.startswith("--options-file="):
+            name = arg.split("=", 1)[1]
+        elif arg.startswith("@") and len(arg) > 1:
+            name = arg[1:]
+        if name is None:
+            out.append(arg)
+            continue
+        path = cwd / name
+        try:
+            out += _inline_options_files(shlex.split(path.read_text()), cwd)
+        except (OSError, ValueError) as error:
+            raise GraderError(
+                f"kit problem: cannot read the compiler's response file {path} ({error})"
+            ) from None
+    return out
 
 
 def _lab_harness(

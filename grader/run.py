@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import select
 import signal
 import tempfile
 import threading
@@ -26,7 +25,7 @@ from pathlib import Path
 from .cgroups import Cgroups
 from .errors import GraderError
 from .gate import GpuGate
-from .proc import ProcessResult, run_limited
+from .proc import ProcessResult, readable, run_limited
 from .sandbox import Sandbox
 from .schedule import Need, Scheduler, need_for_tags
 
@@ -295,7 +294,7 @@ class ReportPipe:
 
     def _drain(self) -> None:
         while True:
-            ready, _, _ = select.select([self._read], [], [], 0.1)
+            ready = readable(self._read, 0.1)
             if not ready:
                 if self._done.is_set():
                     return

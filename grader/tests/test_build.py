@@ -199,3 +199,33 @@ def test_a_students_compile_in_the_sandbox_reads_the_kit_headers_and_nothing_hid
     unconfined = BuildCache(tmp_path / "cache2", Scheduler(1, [], 1), BuildConfig())
     obj, _ = unconfined.compile("f", recipe, stolen)
     assert obj is not None
+
+
+def test_a_compile_whose_include_folders_are_in_a_response_file_reads_them_confined(tmp_path):
+    # CMake's Makefile generator (no ninja) puts include folders in a response file named
+    # relative to the build folder, which a confined compile cannot see: the recipe inlines it.
+    from grader.harness import _argv
+    from grader.sandbox import detect
+
+    include, harness = tmp_path / "include", tmp_path / "harness"
+    include.mkdir()
+    (harness / "CMakeFiles").mkdir(parents=True)
+    (include / "api.h").write_text("int api();\n")
+    (harness / "CMakeFiles" / "includes_CXX.rsp").write_text(f'-I"{include}" -DKIT_X=1\n')
+    entry = {
+        "directory": str(harness),
+        "command": "g++ @CMakeFiles/includes_CXX.rsp -c student.cpp -o student.o",
+    }
+    argv = _argv(entry)
+    assert argv == ["g++", f"-I{include}", "-DKIT_X=1", "-c", "student.cpp", "-o", "student.o"]
+    nvcc = {"directory": str(harness), "arguments": ["nvcc", "--options-file", "CMakeFiles/includes_CXX.rsp"]}
+    assert _argv(nvcc) == ["nvcc", f"-I{include}", "-DKIT_X=1"]
+    check = detect((harness,))
+    if check.sandbox is None:
+        pytest.skip(f"no sandbox here: {check.reason}")
+    from grader.harness import CompileRecipe
+
+    recipe = CompileRecipe("student.cpp", tuple(argv), harness, "student.cpp", "student.o")
+    confined = BuildCache(tmp_path / "cache", Scheduler(1, [], 1), BuildConfig(), check.sandbox)
+    obj, log = confined.compile("f", recipe, b'#include "api.h"\nint api() { return KIT_X; }\n')
+    assert obj is not None and obj.is_file(), log

@@ -205,3 +205,15 @@ def test_a_cuda_error_in_an_exception_gets_the_kits_hint_for_it():
         "cudaErrorIllegalAddress (an illegal memory access was encountered)</Exception>"
     )
     assert len(outcome.hints) == 1 and "outside its buffers" in outcome.hints[0]
+
+
+def test_a_limit_without_end_starts_the_process_with_cpu_time_unbounded(tmp_path):
+    # --timeout inf: the CPU-time limit (twice the wall limit) would overflow; it is left unset.
+    from grader.proc import run_limited
+
+    import resource
+
+    own = resource.getrlimit(resource.RLIMIT_CPU)[0]
+    done = run_limited(["/bin/sh", "-c", "ulimit -t"], cwd=tmp_path, timeout=float("inf"), output_limit=1024)
+    assert done.returncode == 0
+    assert done.output.strip() == ("unlimited" if own == resource.RLIM_INFINITY else str(own))
