@@ -57,26 +57,36 @@ class Cgroups:
     version: int
     limits: Limits = field(default_factory=Limits)
     note: str = ""  # where they are, when that is not where the grader runs (said once)
+    failures: list[str] = field(default_factory=list, compare=False)  # tests that ran without one
 
     @contextmanager
-    def for_test(self) -> Iterator[TestCgroup]:
+    def for_test(self, strict: bool = False) -> Iterator[TestCgroup]:
         """A fresh cgroup with the limits set, removed afterwards once every process in it has
-        ended; its `procs` are the files the test process writes its pid into."""
+        ended; its `procs` are the files the test process writes its pid into. `strict` (detect's
+        trial): raising where it cannot be made, instead of giving the test none."""
         name = f"test-{uuid.uuid4().hex[:16]}"
         made: list[Path] = []
         try:
             try:
                 for folder in self.folders:
+                    if not folder.is_dir():
+                        # Swept by another grader that took this one for dead (it cannot see
+                        # a grader in another PID namespace): made again.
+                        _make_grader_folder(folder, self.version)
                     path = folder / name
                     path.mkdir()
                     made.append(path)
                     _set_limits(path, self.limits)
-            except OSError:
-                # It worked when the run began (detect): one test without its cgroup is better
-                # than a class run stopped by an exception. The test's other limits still hold.
+            except OSError as error:
                 for path in reversed(made):
                     _remove(path)
                 made = []
+                if strict:
+                    raise
+                # It worked when the run began (detect): one test without its cgroup is better
+                # than a class run stopped by an exception. The test's other limits still hold;
+                # the first such failure is said (the pipeline shows `failures`).
+                self.failures.append(f"a test ran without its cgroup: {error}")
             yield TestCgroup(tuple(made), self.limits)
         finally:
             for path in reversed(made):
@@ -175,7 +185,7 @@ def _tried(cgroups: Cgroups) -> CgroupCheck:
     """The whole path once: a test's cgroup made, a process moved into it before it executes
     (as run_limited's child does), the cgroup removed."""
     try:
-        with cgroups.for_test() as cgroup:
+        with cgroups.for_test(strict=True) as cgroup:
             done = subprocess.run(["/bin/true"], preexec_fn=partial(join, cgroup.procs, True), check=False)
         if done.returncode != 0:
             raise OSError(f"/bin/true in a test's cgroup exited with {done.returncode}")
@@ -240,13 +250,18 @@ def _v2(base: Path, limits: Limits, may_enable: bool) -> Cgroups:
             ) from error
     _sweep_stale(base)
     kit = base / f"kit-grader-{os.getpid()}"
-    kit.mkdir()
-    try:
-        (kit / "cgroup.subtree_control").write_text(" ".join(f"+{name}" for name in CONTROLLERS))
-    except OSError:
-        _remove(kit)
-        raise
+    _make_grader_folder(kit, 2)
     return Cgroups((kit,), 2, limits)
+
+
+def _make_grader_folder(kit: Path, version: int) -> None:
+    kit.mkdir()
+    if version == 2:
+        try:
+            (kit / "cgroup.subtree_control").write_text(" ".join(f"+{name}" for name in CONTROLLERS))
+        except OSError:
+            _remove(kit)
+            raise
 
 
 def _v1(root: Path, membership: str, limits: Limits) -> Cgroups:
@@ -264,7 +279,7 @@ def _v1(root: Path, membership: str, limits: Limits) -> Cgroups:
         _sweep_stale(parent)
         kit = parent / f"kit-grader-{os.getpid()}"
         try:
-            kit.mkdir()
+            _make_grader_folder(kit, 1)
         except OSError:
             for made in folders:
                 _remove(made)
@@ -275,14 +290,24 @@ def _v1(root: Path, membership: str, limits: Limits) -> Cgroups:
 
 def _sweep_stale(parent: Path) -> None:
     """Removes the folders of earlier grading runs whose grader is gone (killed before it could
-    remove them): empty cgroups, but they would pile up on a grading machine."""
+    remove them): empty cgroups, but they would pile up on a grading machine. Only folders with
+    no process left are removed, and nothing is killed: a grader in another PID namespace looks
+    dead from here (its pid means nothing), and its tests must go on; if its folder goes, it
+    makes it again (Cgroups.for_test)."""
     for folder in parent.glob("kit-grader-*"):
         pid = folder.name.removeprefix("kit-grader-")
         if not pid.isdigit() or _alive(int(pid)):
             continue
         for test in folder.glob("test-*"):
-            _remove(test)
-        _remove(folder)
+            _rmdir(test)
+        _rmdir(folder)
+
+
+def _rmdir(path: Path) -> None:
+    try:
+        path.rmdir()  # refused while a process is in it or a folder below it
+    except OSError:
+        pass
 
 
 def _alive(pid: int) -> bool:

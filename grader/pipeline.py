@@ -154,6 +154,12 @@ class Engine:
         self.pool.shutdown(wait=True)
         shutil.rmtree(self.cache_root, ignore_errors=True)
         if self.run_config.cgroups is not None:
+            failures = self.run_config.cgroups.failures
+            if failures:
+                self.progress.log(
+                    f"note: {len(failures)} test(s) ran without their memory and process limits; "
+                    f"the first: {failures[0]}"
+                )
             self.run_config.cgroups.close()
 
     def __enter__(self) -> Engine:

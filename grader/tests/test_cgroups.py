@@ -94,12 +94,13 @@ def test_folders_left_by_a_killed_grader_are_removed_by_the_next_run(tmp_path):
 def test_a_test_whose_cgroup_cannot_be_made_runs_without_one_instead_of_stopping_the_class(tmp_path):
     from grader.cgroups import Cgroups
 
-    gone = Cgroups((tmp_path / "removed-under-the-grader",), 2, Limits())
+    gone = Cgroups((tmp_path / "hierarchy-gone" / "kit-grader-1",), 2, Limits())
     with gone.for_test() as cgroup:
         result = run_limited(["/bin/true"], cwd=tmp_path, timeout=5, output_limit=1024, cgroup=cgroup.procs)
         assert cgroup.limits_hit() == []
     assert cgroup.procs == ()
     assert result.returncode == 0
+    assert len(gone.failures) == 1 and "ran without its cgroup" in gone.failures[0]
 
 
 def fake_v2_tree(tmp_path: Path, levels: dict[str, tuple[str, str]]) -> Path:
@@ -158,3 +159,48 @@ def test_v2_never_reconfigures_a_cgroup_above_its_own(tmp_path, monkeypatch):
     assert "pids controller is not delegated" in check.reason
     assert (root / "api" / "cgroup.subtree_control").read_text() == "\n"
     assert (root / "cgroup.subtree_control").read_text() == "memory\n"
+
+
+def test_detect_finds_limits_that_cannot_be_set_at_the_start_not_during_the_class(tmp_path):
+    cgroups_or_skip(Limits()).close()  # where there are cgroups at all
+    check = detect(Limits(memory_bytes=-5))
+    assert check.cgroups is None
+    assert "cannot run a process in a test's cgroup" in check.reason
+
+
+def test_the_sweep_of_stale_folders_never_kills_a_process_and_a_swept_grader_makes_its_folder_again(
+    tmp_path,
+):
+    import subprocess
+
+    from grader.cgroups import join
+
+    first = cgroups_or_skip(Limits())
+    first.close()
+    # Another grader's folder, whose pid means nothing here (another PID namespace), with a
+    # test still running in it.
+    other = [folder.with_name("kit-grader-999999998") for folder in first.folders]
+    tests = [folder / "test-running" for folder in other]
+    for test in tests:
+        test.mkdir(parents=True)
+    sleeper = subprocess.Popen(
+        ["sleep", "30"], preexec_fn=lambda: join(tuple(t / "cgroup.procs" for t in tests))
+    )
+    try:
+        second = cgroups_or_skip(Limits())  # sweeps
+        assert sleeper.poll() is None, "the sweep killed another grader's test"
+        assert all(test.is_dir() for test in tests)
+        # This grader's own folder swept by someone else: the next test makes it again.
+        for folder in second.folders:
+            folder.rmdir()
+        with second.for_test() as cgroup:
+            assert cgroup.folders and all(folder.is_dir() for folder in cgroup.folders)
+        assert second.failures == []
+        second.close()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        for test in tests:
+            test.rmdir()
+        for folder in other:
+            folder.rmdir()

@@ -209,9 +209,9 @@ def test_a_cuda_error_in_an_exception_gets_the_kits_hint_for_it():
 
 def test_a_limit_without_end_starts_the_process_with_cpu_time_unbounded(tmp_path):
     # --timeout inf: the CPU-time limit (twice the wall limit) would overflow; it is left unset.
-    from grader.proc import run_limited
-
     import resource
+
+    from grader.proc import run_limited
 
     own = resource.getrlimit(resource.RLIMIT_CPU)[0]
     done = run_limited(["/bin/sh", "-c", "ulimit -t"], cwd=tmp_path, timeout=float("inf"), output_limit=1024)
