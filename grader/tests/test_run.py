@@ -217,3 +217,19 @@ def test_a_limit_without_end_starts_the_process_with_cpu_time_unbounded(tmp_path
     done = run_limited(["/bin/sh", "-c", "ulimit -t"], cwd=tmp_path, timeout=float("inf"), output_limit=1024)
     assert done.returncode == 0
     assert done.output.strip() == ("unlimited" if own == resource.RLIM_INFINITY else str(own))
+
+
+def test_only_a_test_that_ran_out_of_memory_through_others_runs_again():
+    from grader.run import Outcome, Status, ran_out_of_device_memory
+
+    failed = Outcome("t", Status.FAILED, messages=["cudaMalloc failed: out of memory"], needs_gpu=True)
+    assert ran_out_of_device_memory(failed)
+    # Refused by the kit for going over the test's own limit: running it alone would not help.
+    own = Outcome(
+        "t",
+        Status.FAILED,
+        messages=["cudaMalloc failed: out of memory"],
+        output="kit: a cudaMalloc of 4096 MiB was refused: this test process holds 12 MiB ...\n",
+    )
+    assert not ran_out_of_device_memory(own)
+    assert not ran_out_of_device_memory(Outcome("t", Status.FAILED, messages=["wrong values"]))

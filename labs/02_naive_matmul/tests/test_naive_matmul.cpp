@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kit/device_buffer.hpp"
-#include "kit/gpu_gate.hpp"
+#include "kit/device_memory.hpp"
 #include "kit/matmul_harness.hpp"
 #include "kit/poison.hpp"
 #include "kit/speed.hpp"
@@ -114,21 +114,11 @@ TEST_CASE("host function frees every device buffer it allocates", "[lab02][resou
   const int width = 1024;  // 12 MiB of device memory per call
   const kit::MatmulProblem problem = kit::make_matmul_problem(width, width, width, 5000);
   std::vector<float> P(problem.M.size(), kit::poison_value());
-  const kit::ExclusiveGpu alone;  // free memory is the device's: no other process may allocate
-  size_t free_at_start = 0, free_after_warmup = 0, total = 0;
-  KIT_CUDA_CHECK(cudaMemGetInfo(&free_at_start, &total));
-  lab02::naive_matmul(problem.M.data(), problem.N.data(), P.data(), width, 32);  // warm-up
-  KIT_CUDA_CHECK(cudaMemGetInfo(&free_after_warmup, &total));
-  {
-    // The first call may load the kernel's code (a few MiB, once); far more than that is memory
-    // the call kept, which the loop below would not see again once the device is full.
-    const double kept_mib = (double(free_at_start) - double(free_after_warmup)) / (1 << 20);
-    CAPTURE(kept_mib);
-    INFO("hint: the first call kept " << kept_mib
-                                      << " MiB of device memory after it returned; every "
-                                         "cudaMalloc needs a cudaFree.");
-    REQUIRE(kept_mib < 256.0);
-  }
+  // Every cudaMalloc and cudaFree of this process is counted (kit/device_memory.hpp), so what a
+  // call kept is exact, whatever other processes on the GPU do meanwhile.
+  const kit::DeviceMemoryUse at_start = kit::device_memory_use();
+  lab02::naive_matmul(problem.M.data(), problem.N.data(), P.data(), width, 32);
+  const kit::DeviceMemoryUse after_first = kit::device_memory_use();
   {
     // A host function that allocates nothing frees everything: judge only one that computes P.
     INFO(
@@ -136,16 +126,25 @@ TEST_CASE("host function frees every device buffer it allocates", "[lab02][resou
         "correctness tests pass first.");
     KIT_REQUIRE_MATRIX(kit::compare_with_diagnoses(P, problem));
   }
-  size_t free_before = 0, free_after = 0;
-  KIT_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
+  const kit::DeviceMemoryUse before_loop = kit::device_memory_use();
   for (int i = 0; i < 8; ++i) {
     lab02::naive_matmul(problem.M.data(), problem.N.data(), P.data(), width, 32);
   }
-  KIT_CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
-  const double leaked_mib = (double(free_before) - double(free_after)) / (1 << 20);
-  CAPTURE(leaked_mib);
-  INFO("hint: every cudaMalloc needs a cudaFree; kit::DeviceBuffer frees automatically.");
-  CHECK(leaked_mib < 8.0);  // eight leaking calls would lose 96 MiB
+  const kit::DeviceMemoryUse after_all = kit::device_memory_use();
+  const double kept_mib = (double(after_first.bytes) - double(at_start.bytes)) / (1 << 20);
+  const double leaked_mib = (double(after_all.bytes) - double(before_loop.bytes)) / (1 << 20);
+  const long kept_buffers = (long(after_first.allocations) - long(at_start.allocations)) +
+                            (long(after_all.allocations) - long(before_loop.allocations));
+  CAPTURE(kept_mib, leaked_mib, kept_buffers);
+  if (after_all.refused > 0) {
+    INFO("hint: the calls asked for more device memory than one test may hold ("
+         << (kit::device_memory_limit() >> 20) << " MiB) and were refused: "
+         << "naive_matmul needs three width x width buffers, 12 MiB here.");
+  }
+  INFO("hint: nine calls kept " << kept_buffers << " device buffers (" << kept_mib + leaked_mib
+                                << " MiB) after they returned; every cudaMalloc needs a "
+                                   "cudaFree (kit::DeviceBuffer frees automatically).");
+  CHECK(kept_mib + leaked_mib == 0.0);
 }
 
 TEST_CASE("naive kernel speed is close to the reference kernel", "[lab02][performance][gpu]") {

@@ -1,0 +1,32 @@
+// What this process holds of the device's memory through cudaMalloc, counted call by call, and
+// the most it may hold.
+//
+// Every executable of the kit is linked with --wrap=cudaMalloc,--wrap=cudaFree (kit_common's
+// link options), so each cudaMalloc and cudaFree of the process, the student's included, goes
+// through src/device_memory.cpp first. cudaMalloc is the only way a lab's code may allocate
+// device memory (the grader's object inspection refuses the others), so the count is exact:
+// - lab 02's leak test asks what a call kept, instead of reading the device's free memory,
+//   which every other process on the GPU moves too (and which a process parked by the grader,
+//   holding all it took, could leave at zero);
+// - no test process may hold more than device_memory_limit() bytes: one that grabs all it can
+//   cannot leave a classmate's test, sharing the GPU, without memory (docs/architecture.md).
+#pragma once
+
+#include <cstddef>
+
+namespace kit {
+
+struct DeviceMemoryUse {
+  std::size_t bytes = 0;        // allocated through cudaMalloc and not yet freed
+  std::size_t allocations = 0;  // how many such allocations
+  std::size_t refused = 0;      // cudaMalloc calls refused for going over the limit
+};
+
+DeviceMemoryUse device_memory_use();
+
+// 2 GiB, or KIT_DEVICE_MEMORY_LIMIT_MIB when set (staff, for a kit test that needs more): no
+// lab test needs a tenth of it, and 8 GPU slots and a dozen parked processes at the limit still
+// fit on a 40 GB GPU.
+std::size_t device_memory_limit();
+
+}  // namespace kit
