@@ -76,6 +76,7 @@ class Pass:
     windows: int
     window_seconds: float
     parked_seconds: float
+    profiler_turns: int
     spans: list[Span] = field(repr=False)  # times from the pass's start
     scores: dict[str, SubmissionScore] = field(repr=False)
 
@@ -111,6 +112,7 @@ def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[Synthe
             linked=engine.cache.linked,
             most_at_once=dict(engine.scheduler.stats.most_at_once),
             windows=engine.scheduler.stats.started.get("window", 0),
+            profiler_turns=engine.scheduler.stats.started.get("profiler", 0),
             window_seconds=engine.scheduler.stats.window_seconds,
             parked_seconds=engine.scheduler.stats.parked_seconds,
             spans=[
@@ -216,7 +218,8 @@ def run_bench(
     print(f"\nharness (configure and build once per run): {engine.harness:.1f} s")
     print(
         f"measuring windows (a GPU alone): {engine.windows}, open {engine.window_seconds:.1f} s in all; "
-        f"processes waited {engine.parked_seconds:.1f} s in all for them"
+        f"processes waited {engine.parked_seconds:.1f} s in all for them and for profiler turns "
+        f"({engine.profiler_turns} turns)"
     )
     print(
         f"GPU idle (no test process running, no window open): {engine.timeline.gpu_idle_seconds:.1f} s "
@@ -292,6 +295,7 @@ def _pass_json(p: Pass) -> dict:
         "links": p.linked,
         "most_at_once": p.most_at_once,
         "windows": p.windows,
+        "profiler_turns": p.profiler_turns,
         "window_s": round(p.window_seconds, 2),
         "parked_s": round(p.parked_seconds, 2),
         "gpu_idle_s": round(p.timeline.gpu_idle_seconds, 2),

@@ -6,8 +6,11 @@ making its problem, checking results) may. So every GPU test starts on a shared 
 kit's measuring code (kit::ExclusiveGpu, common/include/kit/gpu_gate.hpp) asks through two
 pipes whose descriptors the environment variable KIT_GPU_GATE names, "<request>,<grant>": it
 writes 'A' on the request pipe and waits for 'G' on the grant pipe, and writes 'R' when done.
+A count of Nsight Compute needs less than the GPU alone: only that no other process profiles the
+GPU meanwhile ('P' instead of 'A': the scheduler's profiler turn, which drains nothing).
 
-A thread here answers, holding the scheduler's window between 'A' and 'R'. A process that ends,
+A thread here answers, holding the scheduler's window (or profiler turn) between 'A' (or 'P')
+and 'R'. A process that ends,
 or closes its end, closes its window; one that asks again while holding it is answered at once.
 The time a process spends waiting for its window is kept (`waited`): the test's time limit does
 not count it, up to a cap (grader/run.py), since the wait is the class's doing, not the test's.
@@ -24,7 +27,7 @@ from contextlib import AbstractContextManager, ExitStack
 from .proc import readable
 
 ENV_NAME = "KIT_GPU_GATE"
-ASK, GRANT, DONE = b"A", b"G", b"R"
+ASK, PROFILE, GRANT, DONE = b"A", b"P", b"G", b"R"
 
 OpenWindow = Callable[[Callable[[], bool]], AbstractContextManager[bool]]
 
@@ -33,8 +36,9 @@ class GpuGate:
     """One test process's gate. `open_window(cancelled)` is the scheduler's window for the
     process's lease; `cancelled` turns true once the process has ended."""
 
-    def __init__(self, open_window: OpenWindow) -> None:
+    def __init__(self, open_window: OpenWindow, open_profiler_turn: OpenWindow | None = None) -> None:
         self._open_window = open_window
+        self._open_profiler_turn = open_profiler_turn or open_window
         self._request_read, self._request_write = os.pipe()
         self._grant_read, self._grant_write = os.pipe()
         self._ended = threading.Event()
@@ -80,11 +84,12 @@ class GpuGate:
                 if not data:
                     return  # every copy of the request pipe's write end is closed
                 for byte in data:
-                    if byte == ASK[0]:
+                    if byte in (ASK[0], PROFILE[0]):
                         if not holding:
                             self._waiting_since = time.monotonic()
+                            opener = self._open_window if byte == ASK[0] else self._open_profiler_turn
                             try:
-                                opened = window.enter_context(self._open_window(self._ended.is_set))
+                                opened = window.enter_context(opener(self._ended.is_set))
                             finally:
                                 self._waited += time.monotonic() - self._waiting_since
                                 self._waiting_since = None

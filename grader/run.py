@@ -174,7 +174,10 @@ def run_tests(
             if lease.gpu is None:
                 outcome = run_test(exe, test.name, work_dir, config, env)
             else:
-                gate = GpuGate(lambda cancelled: scheduler.window(lease, cancelled))
+                gate = GpuGate(
+                    lambda cancelled: scheduler.window(lease, cancelled),
+                    lambda cancelled: scheduler.profiler_turn(lease, cancelled),
+                )
                 gpu_env = {**(env or {}), "CUDA_VISIBLE_DEVICES": lease.gpu}
                 outcome = run_test(exe, test.name, work_dir, config, gpu_env, gate)
                 if ran_out_of_device_memory(outcome):

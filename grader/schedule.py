@@ -81,6 +81,7 @@ class _Lane:
     gpu: str
     active: dict[int, Lease] = field(default_factory=dict)  # GPU jobs running here, not parked
     window_open: bool = False
+    profiling: bool = False  # a process here holds the profiler turn (Scheduler.profiler_turn)
     deadlines: list[float] = field(default_factory=list)  # one per parked job waiting for a window
     draining: bool = False  # a window waited long enough: no job starts here
 
@@ -96,7 +97,8 @@ class _Lane:
 @dataclass(frozen=True)
 class Span:
     """One stretch of a run's timeline, in time.monotonic() seconds: a job holding its slot
-    ("cpu", "gpu"), a process parked waiting for its window ("parked") or a window ("window")."""
+    ("cpu", "gpu"), a process parked waiting for its window or profiler turn ("parked"), a
+    window ("window") or a profiler turn ("profiler")."""
 
     kind: str
     start: float
@@ -194,6 +196,48 @@ class Scheduler:
                 if granted:
                     self.stats.window_seconds += closed - opened
                     self.stats.spans.append(Span("window", opened, closed, lane.gpu, lease.key))
+
+    @contextmanager
+    def profiler_turn(self, lease: Lease, cancelled: Callable[[], bool] = _never) -> Iterator[bool]:
+        """The lease's GPU's one profiling process, for as long as the block runs: Nsight
+        Compute's count of a kernel does not depend on what other processes run (on the H100 the
+        locality probe's counts were the same to the instruction beside eight busy test
+        processes), but two processes profiling one GPU at once collide. So other jobs go on,
+        and no drain is needed. A process that must wait for its turn is parked meanwhile, and
+        resumes only when no window is open or draining on its lane (it would break one). Yields
+        False when `cancelled` turned true while waiting."""
+        if lease.gpu is None:
+            yield True
+            return
+        lane = self._lane(lease.gpu)
+        asked = time.monotonic()
+        with self._changed:
+            if lane.profiling:
+                lane.active.pop(id(lease), None)
+                self._cpu_used -= 1
+                self._changed.notify_all()
+                while not cancelled() and (lane.profiling or lane.window_open or lane.draining):
+                    self._changed.wait(timeout=0.1)
+                # Back on its slots, which may briefly exceed them (as after a window).
+                lane.active[id(lease)] = lease
+                self._cpu_used += 1
+            granted = not cancelled() and not lane.profiling
+            if granted:
+                lane.profiling = True
+                self._count("profiler", 1)
+        opened = time.monotonic()
+        try:
+            yield granted
+        finally:
+            with self._changed:
+                if granted:
+                    lane.profiling = False
+                    self.stats.spans.append(Span("profiler", opened, time.monotonic(), lane.gpu, lease.key))
+                if opened - asked > 0.001:
+                    lease.parked += opened - asked
+                    self.stats.parked_seconds += opened - asked
+                    self.stats.spans.append(Span("parked", asked, opened, lane.gpu, lease.key))
+                self._changed.notify_all()
 
     # -----------------------------------------------------------------------------------------
 

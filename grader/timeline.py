@@ -89,7 +89,13 @@ def plot_timeline(timeline: Timeline, title: str, path: Path) -> str:
     figure, axes = plt.subplots(figsize=(11, 4.2))
     axes.step(timeline.times, timeline.gpu_running, where="post", label="GPU test processes running")
     axes.step(timeline.times, timeline.cpu_running, where="post", label="compiles, links, CPU tests")
-    axes.step(timeline.times, timeline.parked, where="post", label="parked, waiting for a window", alpha=0.7)
+    axes.step(
+        timeline.times,
+        timeline.parked,
+        where="post",
+        label="parked, waiting for a window or a profiler turn",
+        alpha=0.7,
+    )
     for number, (start, end) in enumerate(timeline.windows):
         label = "window (a GPU alone)" if number == 0 else None
         axes.axvspan(start, max(end, start + 0.05), color="red", alpha=0.35, label=label)

@@ -13,7 +13,8 @@ namespace kit {
 namespace {
 
 // The grader's protocol (grader/gate.py): KIT_GPU_GATE="<request fd>,<grant fd>"; write 'A'
-// and read 'G' to get the GPU, write 'R' to give it back.
+// (the GPU alone) or 'P' (the one profiling process on it) and read 'G', write 'R' to give it
+// back.
 struct Gate {
   int request = -1;
   int grant = -1;
@@ -60,12 +61,12 @@ char receive(int fd) {
 
 }  // namespace
 
-ExclusiveGpu::ExclusiveGpu() {
+ExclusiveGpu::ExclusiveGpu(GpuUse use) {
   std::lock_guard<std::mutex> lock(holds_mutex);
   if (holds == 0) {
     held = gate_from_environment();
     if (held.request >= 0) {
-      send(held.request, 'A');
+      send(held.request, use == GpuUse::alone ? 'A' : 'P');
       if (receive(held.grant) != 'G') {
         throw std::runtime_error(
             "kit problem: the grader did not give this test the GPU to itself (its gate "

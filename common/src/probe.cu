@@ -60,11 +60,11 @@ int main(int argc, char** argv, const std::string& program, const std::vector<Mo
       return chosen[0]->run();
     }
     // Several trials for one run of Nsight Compute (kit/locality.hpp): one ncu start instead of
-    // one per trial, and one window of the GPU to itself (taken once the context exists) instead
-    // of one each. After each trial a kernel of the kit's marks where the next begins, so that
-    // the profile can be told apart per trial (kit::profiler::Profile::trials).
+    // one per trial, and one turn as the GPU's profiling process (taken once the context
+    // exists) instead of one each. After each trial a kernel of the kit's marks where the next
+    // begins, so that the profile can be told apart per trial (kit::profiler::Profile::trials).
     KIT_CUDA_CHECK(cudaFree(nullptr));
-    const ExclusiveGpu alone;
+    const ExclusiveGpu profiling(GpuUse::profiling);
     for (const Mode* m : chosen) {
       mode = m->name;
       const int code = m->run();
@@ -99,9 +99,10 @@ int run_counted_matmul(const std::string& program, int width, int tile,
   d_N.copy_from_host(N.data());
   poison(d_P.data(), count);
   {
-    // Under ncu the counted kernel is replayed at its launch: only that needs the GPU to itself
-    // (the gate reaches this process through ncu), not ncu's start, the inputs or the check.
-    const ExclusiveGpu alone;
+    // Under ncu the counted kernel is replayed at its launch: only that needs to be the GPU's
+    // one profiling process (the gate reaches this process through ncu), not ncu's start, the
+    // inputs or the check.
+    const ExclusiveGpu profiling(GpuUse::profiling);
     launch(d_M.data(), d_N.data(), d_P.data());
     KIT_CUDA_CHECK(cudaDeviceSynchronize());
   }

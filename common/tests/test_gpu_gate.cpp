@@ -70,6 +70,13 @@ TEST_CASE("a measurement asks the grader's gate once for nested holds and gives 
   CHECK(gate.asked() == "AR");
 }
 
+TEST_CASE("a count of Nsight Compute asks only to be the GPU's one profiling process", "[common]") {
+  FakeGate gate;
+  gate.grant_once();
+  { const kit::ExclusiveGpu profiling(kit::GpuUse::profiling); }
+  CHECK(gate.asked() == "PR");
+}
+
 TEST_CASE("a gate that closes without granting is a kit problem and not a measurement",
           "[common]") {
   FakeGate gate;

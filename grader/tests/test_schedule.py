@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -338,7 +339,9 @@ def read_spans(log: Path) -> list[tuple[str, str, float, float]]:
     spans = []
     for line in log.read_text().splitlines():
         start, end, gpu, name = line.split(" ", 3)
-        kind = "window" if name.endswith(" (window)") else name
+        kind = (
+            "window" if name.endswith(" (window)") else "profiler" if name.endswith(" (profiler)") else name
+        )
         spans.append((kind, gpu, float(start), float(end)))
     return spans
 
@@ -368,6 +371,35 @@ def test_test_processes_get_their_lanes_gpu_and_measure_in_windows_alone(tmp_pat
     assert_windows_alone(spans)
     assert scheduler.stats.started["window"] == 3
     assert scheduler.stats.most_at_once["gpu"] >= 4  # processes really shared the GPUs
+
+
+def test_profiler_turns_never_overlap_on_a_gpu_but_other_tests_run_beside_them(tmp_path):
+    log = tmp_path / "spans.txt"
+    tests = (
+        [
+            {"name": f"counts {i}", "tags": "[lab03][performance][gpu]", "behaviour": f"profile:{log}"}
+            for i in range(4)
+        ]
+        + [
+            {"name": f"shared {i}", "tags": "[lab03][correctness][gpu]", "behaviour": f"record:{log}"}
+            for i in range(6)
+        ]
+        + [{"name": "timed", "tags": "[lab03][performance][gpu]", "behaviour": f"window:{log}"}]
+    )
+    exe = write_fake_catch2(tmp_path / "bin", "lab03_tests", tests)
+    scheduler = Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=6, max_defer=0.5)
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        outcomes = run_tests(exe, listed_tests(tests), tmp_path, RunConfig(timeout=20), scheduler, pool)
+    assert {outcome.status for outcome in outcomes.values()} == {"passed"}
+    spans = read_spans(log)
+    turns = sorted((start, end) for kind, _, start, end in spans if kind == "profiler")
+    assert len(turns) == 4
+    assert all(earlier[1] <= later[0] for earlier, later in pairwise(turns))  # one at a time
+    assert_windows_alone(spans)  # a window overlaps no profiler turn either
+    shared = [(start, end) for kind, _, start, end in spans if kind.startswith("shared")]
+    # No drain: plain tests ran during profiler turns.
+    assert any(s < t_end and e > t_start for s, e in shared for t_start, t_end in turns)
+    assert scheduler.stats.started["profiler"] == 4 and scheduler.stats.started["window"] == 1
 
 
 def test_a_process_that_ends_inside_its_window_or_waiting_for_it_frees_the_gpu(tmp_path):

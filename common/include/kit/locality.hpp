@@ -64,9 +64,10 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
          << " nor in /usr/local/cuda/bin; counting global loads needs it (it comes with the "
             "CUDA toolkit)");
   }
-  // ncu replays each kernel it profiles, so no other process's kernels may run beside them. All
-  // trials run in one probe process under one ncu (its start takes seconds), which asks for the
-  // GPU to itself once, after creating its context, and marks where each trial ends.
+  // All trials run in one probe process under one ncu (its start takes seconds), which becomes
+  // the GPU's one profiling process once, after creating its context (kit/gpu_gate.hpp: ncu's
+  // counts do not depend on other processes, but two profilers at once collide), and marks
+  // where each trial ends.
   std::string modes;
   for (const LoadCountTrial& trial : trials) modes += (modes.empty() ? "" : " ") + trial.probe_mode;
   const profiler::Profile p = profiler::profile(ncu, profiler::kGlobalLoads, probe, modes);

@@ -8,6 +8,8 @@ names exists), record:<file> (appends "<start> <end> <CUDA_VISIBLE_DEVICES> <nam
 after sleeping 0.3 s, then passes), window:<file> (works 0.1 s, asks its GPU gate for
 a window as kit::ExclusiveGpu does, holds it 0.2 s, works 0.1 s more; appends its two working
 spans as "<name>" lines and the window as a "<name> (window)" line, then passes),
+profile:<file> (as window, but asks for the profiler turn, 'P'; its middle span is a
+"<name> (profiler)" line),
 window-then-die (asks for a window, and exits once it has it, without giving it back),
 oom-once:<file> (fails with CUDA's out-of-memory error unless the file exists, which it then
 creates, and appends "<KIT_GPU_GATE or -> <name>" to it on every run, then passes).
@@ -128,14 +130,14 @@ def run(name, out):
             handle.write(f"{start} {time.time()} {gpu} {name}\n")
         write(document(name, "", True))
         return 0
-    if kind in ("window", "window-then-die"):
+    if kind in ("window", "window-then-die", "profile"):
         request, grant = (int(fd) for fd in os.environ["KIT_GPU_GATE"].split(","))
         gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "-")
         spans = []
         start = time.time()
         time.sleep(0.1)
         asked = time.time()
-        os.write(request, b"A")
+        os.write(request, b"P" if kind == "profile" else b"A")
         if os.read(grant, 1) != b"G":
             return 3
         granted = time.time()
@@ -145,7 +147,8 @@ def run(name, out):
         released = time.time()
         os.write(request, b"R")
         time.sleep(0.1)
-        spans = [(start, asked, name), (granted, released, f"{name} (window)"), (released, time.time(), name)]
+        held = f"{name} (profiler)" if kind == "profile" else f"{name} (window)"
+        spans = [(start, asked, name), (granted, released, held), (released, time.time(), name)]
         with open(arg, "a") as handle:
             handle.writelines(f"{s} {e} {gpu} {n}\n" for s, e, n in spans)
         write(document(name, "", True))
