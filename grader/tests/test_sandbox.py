@@ -102,3 +102,31 @@ def test_the_engine_refuses_student_code_where_there_is_no_sandbox(fake_kit, mon
         pipeline.Engine(fake_kit.kit, fake_kit.options(confine=True))
     with pipeline.Engine(fake_kit.kit, fake_kit.options(confine=False)) as engine:
         assert engine.run_config.sandbox is None
+
+
+def test_a_confined_process_has_no_privilege_left_to_undo_its_confinement(sandbox, tmp_path):
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "reference.cu").write_text("the answer")
+    folder = tmp_path / "w"
+    folder.mkdir()
+    script = (
+        f"umount {hidden} 2>/dev/null; cat {hidden}/reference.cu 2>/dev/null; "
+        "mount -o remount,rw / 2>/dev/null && echo remounted; "
+        "for f in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/*/cgroup.procs; do "
+        "echo $$ > $f 2>/dev/null && echo escaped; done; "
+        "echo x > /proc/sys/kernel/core_pattern 2>/dev/null && echo sysctl-written; "
+        "ls /run /dev; grep -E '^(Cap(Prm|Eff|Bnd)|NoNewPrivs)' /proc/self/status; "
+        "echo ok > mine.txt && cat mine.txt; echo end"
+    )
+    done = confined(sandbox, script, folder)
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "end", done.stderr
+    for escape in ("the answer", "remounted", "escaped", "sysctl-written"):
+        assert escape not in lines, (escape, done.stdout)
+    status = {line.split(":")[0]: line.split()[1] for line in lines if line.startswith(("Cap", "NoNew"))}
+    assert status == {"CapPrm": "0" * 16, "CapEff": "0" * 16, "CapBnd": "0" * 16, "NoNewPrivs": "1"}
+    assert "ok" in lines  # its own folder stays writable
+    # /dev holds only the nodes a CUDA test uses: no disk, no memory, no log socket.
+    assert not {"sda", "vda", "mem", "kmsg", "log", "loop0"} & set(lines)
+    assert "null" in lines and "urandom" in lines
