@@ -567,6 +567,9 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
     ]
     assert any(note.startswith("uploaded-twice: 2 submissions") for note in notes), notes
     failures = []
+    # What each case expected and got, for the staff (written beside the reports when
+    # KIT_HOSTILE_OUT names where they go).
+    table = ["| case | attack | expected | observed |", "| --- | --- | --- | --- |"]
     for case in CASES:
         student = "gradebook.csv-student" if case.name == "gradebook.csv" else case.name
         score = scores.get(student)
@@ -578,14 +581,18 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
         points, words = case.points, case.feedback
         if on_gpu and case.gpu_points is not None:
             points, words = case.gpu_points, case.feedback + case.gpu_feedback
+        observed = []
         for lab_id, want in points.items():
             lab = score.lab(lab_id)
             if lab is None:
                 failures.append(f"{case.name}: lab {lab_id} is not in the score")
                 continue
             got = "full" if full(lab) else "zero" if lab.points == 0 else "lost"
+            observed.append(f"{lab_id} {got} ({lab.points:g}/{lab.max_points:g})")
             if want != "any" and got != want:
                 failures.append(f"{case.name}: lab {lab_id} {got} ({lab.points}), expected {want}")
+        expected = ", ".join(f"{lab_id} {want}" for lab_id, want in points.items())
+        table.append(f"| {case.name} | {case.attack} | {expected} | {', '.join(observed)} |")
         for word in words:
             if word not in feedback:
                 failures.append(f"{case.name}: feedback lacks {word!r}")
@@ -601,4 +608,6 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
             except AssertionError as error:
                 failures.append(f"{case.name}: {error}")
         json.loads(report.read_text())  # every report stays readable
+    if "KIT_HOSTILE_OUT" in os.environ:
+        (out / "corpus-table.md").write_text("\n".join(table) + "\n")
     assert not failures, "\n".join(failures)
