@@ -162,7 +162,7 @@ def detect(
             return CgroupCheck(None, str(why))
         except OSError as error:
             return CgroupCheck(None, f"cannot set up cgroups under {root}: {error.strerror or error}")
-    first_reason = ""
+    first_reason = last_reason = ""
     for base in _v2_candidates(root, membership):
         try:
             # Only the grader's own cgroup is changed to hand controllers on; one above it is used
@@ -172,13 +172,18 @@ def detect(
             check = CgroupCheck(None, str(why))
         except OSError as error:
             check = CgroupCheck(None, f"cannot set up cgroups under {base}: {error.strerror or error}")
+        last_reason = check.reason
         if check.cgroups is not None:
             if first_reason:
                 note = f"the test cgroups are in {base}, not in the grader's own cgroup ({first_reason})"
                 check = CgroupCheck(replace(check.cgroups, note=note))
             return check
         first_reason = first_reason or check.reason
-    return CgroupCheck(None, first_reason or "cgroup v2 is mounted, but this process's cgroup is not listed")
+    if not first_reason:
+        return CgroupCheck(None, "cgroup v2 is mounted, but this process's cgroup is not listed")
+    if last_reason != first_reason:  # a cgroup above was tried too: why that failed as well
+        return CgroupCheck(None, f"{first_reason}; nor above it: {last_reason}")
+    return CgroupCheck(None, first_reason)
 
 
 def _tried(cgroups: Cgroups) -> CgroupCheck:
