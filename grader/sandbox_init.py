@@ -14,8 +14,9 @@ Before it becomes the test, this process gives up every privilege: all capabilit
 bounding set too, and root's on exec), and no_new_privs, so no setuid program gives them back.
 Without CAP_SYS_ADMIN a test cannot unmount what hides solutions/ or remount anything writable.
 Where the grader runs as root the test still has uid 0, which owns most files, so what uid 0
-could write without a capability is out of reach too: every mount read-only, the test's folder,
-/tmp and /dev/shm excepted (mount_setattr, recursively); /dev only the device nodes a CUDA test
+could write without a capability is out of reach too: every mount read-only (mount_setattr,
+recursively) but the test's folder, /tmp, /dev/shm, the device nodes and /proc, whose
+system-wide files stay read-only (CUDA needs /proc writable); /dev only the device nodes a CUDA test
 uses (a read-only mount does not stop writes to a disk's node); /sys/fs/cgroup and /run hidden
 (a test's cgroup would be left by writing its pid elsewhere; /run holds daemons' sockets).
 """
@@ -88,13 +89,15 @@ def set_read_only(target: str, read_only: bool, recursive: bool) -> bool:
     return True
 
 
+# What of /proc is system-wide and stays read-only (Docker's list, and NVIDIA's driver files).
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/driver")
 # The device nodes a CUDA test, compute-sanitizer or ncu opens; the rest of /dev is not there.
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
 
-def minimal_dev() -> None:
+def minimal_dev() -> list[str]:
     """A fresh /dev: the nodes above and NVIDIA's (bound from descriptors opened before /dev is
-    covered), the usual links, and a fresh /dev/shm."""
+    covered), the usual links, and a fresh /dev/shm; returns the nodes' mount points."""
     names = [name for name in DEVICES if os.path.exists(f"/dev/{name}")]
     names += sorted(name for name in os.listdir("/dev") if name.startswith("nvidia"))
     # (glob and stat are not imported: their imports cost a few ms of every test's start)
@@ -117,6 +120,7 @@ def minimal_dev() -> None:
         os.symlink(to, f"/dev/{link}")
     os.mkdir("/dev/shm")
     tmpfs("kit-shm", "/dev/shm", "mode=1777,size=256m")
+    return [f"/dev/{name}" for name, _, _ in held]
 
 
 PR_CAPBSET_DROP, PR_SET_SECUREBITS, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 24, 28, 38, 47
@@ -169,7 +173,7 @@ def main(argv: list[str]) -> None:
     # A fresh /tmp and /dev (with a fresh /dev/shm): nothing left there by an earlier test, or
     # for a later one.
     tmpfs("kit-tmp", "/tmp", "mode=1777,size=1g")
-    minimal_dev()
+    nodes = minimal_dev()
     covered = []
     for folder in (*hidden, "/sys/fs/cgroup", "/run", "/var/run"):
         if os.path.islink(folder):
@@ -185,9 +189,16 @@ def main(argv: list[str]) -> None:
         mount(f"/proc/self/fd/{fd}", path, None, MS_BIND)
         os.close(fd)
     if set_read_only("/", True, recursive=True):
-        # Every mount read-only, then the test's own folder, /tmp and /dev/shm writable again.
-        for path in [path for path, mode, _ in held if mode == "rw"] + ["/tmp", "/dev/shm"]:
+        # Every mount read-only, then writable again: the test's own folder, /tmp, /dev/shm, the
+        # device nodes, and /proc, without which CUDA does not start ("operation not supported
+        # on this OS", seen on the H100) but with its system-wide files read-only, as Docker
+        # keeps them: sysctls, the SysRq trigger (uid 0 may write both without a capability).
+        for path in [path for path, mode, _ in held if mode == "rw"] + ["/tmp", "/dev/shm", *nodes, "/proc"]:
             set_read_only(path, False, recursive=False)
+        for path in PROC_READ_ONLY:
+            if os.path.exists(path):
+                mount(path, path, None, MS_BIND | MS_REC)
+                set_read_only(path, True, recursive=True)
     else:  # a kernel older than 5.12: the root and the mounts made here
         for folder in covered:
             remount_read_only(folder, bind=False)

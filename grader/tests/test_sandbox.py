@@ -116,13 +116,16 @@ def test_a_confined_process_has_no_privilege_left_to_undo_its_confinement(sandbo
         "for f in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/*/cgroup.procs; do "
         "echo $$ > $f 2>/dev/null && echo escaped; done; "
         "echo x > /proc/sys/kernel/core_pattern 2>/dev/null && echo sysctl-written; "
+        "echo h > /proc/sysrq-trigger 2>/dev/null && echo sysrq-written; "
+        "echo /proc-writable > /proc/self/comm && echo comm-written; "
         "ls /run /dev; grep -E '^(Cap(Prm|Eff|Bnd)|NoNewPrivs)' /proc/self/status; "
         "echo ok > mine.txt && cat mine.txt; echo end"
     )
     done = confined(sandbox, script, folder)
     lines = done.stdout.splitlines()
     assert lines[-1] == "end", done.stderr
-    for escape in ("the answer", "remounted", "escaped", "sysctl-written"):
+    assert "comm-written" in lines  # its own /proc files stay writable (CUDA needs some)
+    for escape in ("the answer", "remounted", "escaped", "sysctl-written", "sysrq-written"):
         assert escape not in lines, (escape, done.stdout)
     status = {line.split(":")[0]: line.split()[1] for line in lines if line.startswith(("Cap", "NoNew"))}
     assert status == {"CapPrm": "0" * 16, "CapEff": "0" * 16, "CapBnd": "0" * 16, "NoNewPrivs": "1"}
