@@ -65,8 +65,10 @@ struct Profile {
 
  private:
   // The kit's own marker, a kernel in namespace kit, where no student file may define one. ncu
-  // names it "kit::<unnamed>::trial_end()" (seen on the H100), a student's kernel
-  // "void labNN::...": only the start of the name tells them apart.
+  // is asked for mangled names (--print-kernel-base mangled): "_ZN3kit12_GLOBAL__N_19trial_endEv"
+  // against "_ZN5lab03...". Demangled, ncu wrote it "kit::<unnamed>::trial_end()" in one run
+  // and "unnamed>::trial_end()" in another (both on the H100), and the second was missed: the
+  // trials of a CPU fallback were not told apart, and its hint was lost.
   static bool is_trial_end(const std::string& name) {
     std::string bare = name.rfind("void ", 0) == 0 ? name.substr(5) : name;
     return (bare.rfind("kit::", 0) == 0 || bare.rfind("_ZN3kit", 0) == 0) &&
@@ -182,7 +184,7 @@ inline Profile profile(const std::string& ncu, const std::string& metric, const 
   for (int attempt = 1; attempt <= 3; ++attempt) {
     p.run = sanitizer::run_command(sanitizer::shell_quote(ncu) + " --metrics " + metric +
                                    " --csv --print-units base --clock-control none"
-                                   " --cache-control none " +
+                                   " --cache-control none --print-kernel-base mangled " +
                                    sanitizer::shell_quote(probe) + " " + probe_args);
     if (p.run.output.find("driver resource was unavailable") == std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::seconds(2 * attempt));
