@@ -331,6 +331,9 @@ def _set_limits(path: Path, limits: Limits) -> None:
         "memory.swap.max": "0",  # v2: the limit is not to be dodged by swapping
         "memory.oom.group": "1",  # v2: out of memory kills the test's whole tree, not one process
         "memory.limit_in_bytes": str(limits.memory_bytes),  # v1
+        # v1 with swap accounting: memory and swap together, set after the memory limit (it may
+        # not be below it), so the limit is not dodged by swapping there either.
+        "memory.memsw.limit_in_bytes": str(limits.memory_bytes),
         "pids.max": str(limits.max_processes),  # both
     }
     for name, value in writes.items():
@@ -354,6 +357,12 @@ def _remove(path: Path) -> None:
 
 
 def _kill_members(path: Path) -> None:
+    if (path / "cgroup.kill").exists():  # v2 (Linux 5.14): every process in it, at once
+        try:
+            (path / "cgroup.kill").write_text("1")
+            return
+        except OSError:
+            pass
     try:
         pids = (path / "cgroup.procs").read_text().split()
     except OSError:

@@ -204,3 +204,18 @@ def test_the_sweep_of_stale_folders_never_kills_a_process_and_a_swept_grader_mak
             test.rmdir()
         for folder in other:
             folder.rmdir()
+
+
+def test_memory_and_swap_together_are_limited_where_v1_counts_swap(tmp_path):
+    cgroups = cgroups_or_skip(Limits(memory_bytes=64 << 20))
+    try:
+        with cgroups.for_test() as cgroup:
+            for folder in cgroup.folders:
+                memsw = folder / "memory.memsw.limit_in_bytes"
+                if memsw.exists():
+                    assert int(memsw.read_text()) == 64 << 20
+                swap_v2 = folder / "memory.swap.max"
+                if swap_v2.exists():
+                    assert swap_v2.read_text().strip() == "0"
+    finally:
+        cgroups.close()
