@@ -10,8 +10,8 @@ A count of Nsight Compute needs less than the GPU alone: only that no other proc
 GPU meanwhile ('P' instead of 'A': the scheduler's profiler turn, which drains nothing).
 
 A thread here answers, holding the scheduler's window (or profiler turn) between 'A' (or 'P')
-and 'R'. A process that ends,
-or closes its end, closes its window; one that asks again while holding it is answered at once.
+and 'R'. A process that ends, or closes its end, closes its window; one that asks again while
+holding it is answered at once.
 The time a process spends waiting for its window is kept (`waited`): the test's time limit does
 not count it, up to a cap (grader/run.py), since the wait is the class's doing, not the test's.
 """

@@ -212,15 +212,12 @@ class Scheduler:
         lane = self._lane(lease.gpu)
         asked = time.monotonic()
         with self._changed:
-            if lane.profiling:
-                lane.active.pop(id(lease), None)
-                self._cpu_used -= 1
-                self._changed.notify_all()
+            parked = lane.profiling
+            if parked:
+                self._park(lane, lease)
                 while not cancelled() and (lane.profiling or lane.window_open or lane.draining):
                     self._changed.wait(timeout=0.1)
-                # Back on its slots, which may briefly exceed them (as after a window).
-                lane.active[id(lease)] = lease
-                self._cpu_used += 1
+                self._unpark(lane, lease)
             granted = not cancelled() and not lane.profiling
             if granted:
                 lane.profiling = True
@@ -233,7 +230,7 @@ class Scheduler:
                 if granted:
                     lane.profiling = False
                     self.stats.spans.append(Span("profiler", opened, time.monotonic(), lane.gpu, lease.key))
-                if opened - asked > 0.001:
+                if parked:
                     lease.parked += opened - asked
                     self.stats.parked_seconds += opened - asked
                     self.stats.spans.append(Span("parked", asked, opened, lane.gpu, lease.key))
@@ -308,10 +305,7 @@ class Scheduler:
 
     def _open_window(self, lane: _Lane, lease: Lease, cancelled: Callable[[], bool]) -> bool:
         with self._changed:
-            # Parked: the process waits on its gate, doing no CPU or GPU work, so its slots
-            # are lent to others until its window closes.
-            lane.active.pop(id(lease), None)
-            self._cpu_used -= 1
+            self._park(lane, lease)
             deadline = self._drain_time(lane, time.monotonic())
             lane.deadlines.append(deadline)
             self._changed.notify_all()
@@ -335,8 +329,7 @@ class Scheduler:
                 lane.window_open = True
                 self._count("window", 1)
             else:
-                lane.active[id(lease)] = lease
-                self._cpu_used += 1
+                self._unpark(lane, lease)
                 if lane.windows_asked == 0 and not lane.window_open:
                     lane.draining = False
             self._changed.notify_all()
@@ -349,11 +342,21 @@ class Scheduler:
             lane.window_open = False
             if lane.windows_asked == 0:
                 lane.draining = False  # the batch is done: queued jobs start again
-            # Back to running on its slots, which may briefly exceed them: a window's process
-            # is about to end, and making it wait for a slot would hold up the next window.
-            lane.active[id(lease)] = lease
-            self._cpu_used += 1
+            self._unpark(lane, lease)
             self._changed.notify_all()
+
+    def _park(self, lane: _Lane, lease: Lease) -> None:
+        """Parked: the process waits on its gate, doing no CPU or GPU work, so its slots are lent
+        to others until it resumes (under self._changed)."""
+        lane.active.pop(id(lease), None)
+        self._cpu_used -= 1
+        self._changed.notify_all()
+
+    def _unpark(self, lane: _Lane, lease: Lease) -> None:
+        """Back to running on its slots, which may briefly exceed them: the process is about to
+        end or measure, and making it wait for a slot would hold up the next window."""
+        lane.active[id(lease)] = lease
+        self._cpu_used += 1
 
     def _count(self, key: str, now: int) -> None:
         self.stats.started[key] = self.stats.started.get(key, 0) + 1

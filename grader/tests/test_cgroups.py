@@ -208,14 +208,19 @@ def test_the_sweep_of_stale_folders_never_kills_a_process_and_a_swept_grader_mak
 
 def test_memory_and_swap_together_are_limited_where_v1_counts_swap(tmp_path):
     cgroups = cgroups_or_skip(Limits(memory_bytes=64 << 20))
+    checked = 0
     try:
         with cgroups.for_test() as cgroup:
             for folder in cgroup.folders:
                 memsw = folder / "memory.memsw.limit_in_bytes"
                 if memsw.exists():
                     assert int(memsw.read_text()) == 64 << 20
+                    checked += 1
                 swap_v2 = folder / "memory.swap.max"
                 if swap_v2.exists():
                     assert swap_v2.read_text().strip() == "0"
+                    checked += 1
     finally:
         cgroups.close()
+    if not checked:
+        pytest.skip("this hierarchy does not count swap")
