@@ -195,16 +195,17 @@ def main(argv: list[str]) -> None:
         # keeps them: sysctls, the SysRq trigger (uid 0 may write both without a capability).
         for path in [path for path, mode, _ in held if mode == "rw"] + ["/tmp", "/dev/shm", *nodes, "/proc"]:
             set_read_only(path, False, recursive=False)
-        for path in PROC_READ_ONLY:
-            if os.path.exists(path):
-                mount(path, path, None, MS_BIND | MS_REC)
-                set_read_only(path, True, recursive=True)
     else:  # a kernel older than 5.12: the root and the mounts made here
         for folder in covered:
             remount_read_only(folder, bind=False)
         remount_read_only("/", bind=True)
         for path, mode, _ in held:
             if mode != "rw":
+                remount_read_only(path, bind=True)
+    for path in PROC_READ_ONLY:  # on either path: /proc itself is writable on both
+        if os.path.exists(path):
+            mount(path, path, None, MS_BIND | MS_REC)
+            if not set_read_only(path, True, recursive=True):
                 remount_read_only(path, bind=True)
     os.chdir(visible[0][0] if visible else "/")
     drop_privileges()
