@@ -30,6 +30,7 @@ from .run import Status
 from .schedule import Span
 from .score import SubmissionScore
 from .timeline import Timeline, build_timeline, plot_timeline
+from .usage import Usage, UsageSampler
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ class Pass:
     profiler_turns: int
     spans: list[Span] = field(repr=False)  # times from the pass's start
     scores: dict[str, SubmissionScore] = field(repr=False)
+    usage: Usage | None = field(default=None, repr=False)  # how busy the CPUs and GPUs were
 
     @property
     def timeline(self) -> Timeline:
@@ -98,9 +100,10 @@ def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[Synthe
     progress = PlainProgress(stages=False)
     with Engine(kit, options, progress) as engine:
         engine.harness()  # outside the timed part: built once per run, reused by every pass
-        start = time.monotonic()
-        scores = engine.grade_all(jobs, labs_for=lambda student_id: by_id[student_id].labs)
-        wall = time.monotonic() - start
+        with UsageSampler() as sampler:
+            start = sampler.started
+            scores = engine.grade_all(jobs, labs_for=lambda student_id: by_id[student_id].labs)
+            wall = time.monotonic() - start
         return Pass(
             name=name,
             wall=wall,
@@ -121,6 +124,7 @@ def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[Synthe
                 if span.end >= start
             ],
             scores=scores,
+            usage=sampler.usage(),
         )
 
 
@@ -226,6 +230,8 @@ def run_bench(
         f"of {engine.wall:.1f} s; GPU test processes running: {engine.timeline.mean_gpu_running:.1f} "
         "on average"
     )
+    if engine.usage is not None:
+        print(f"machine load (engine pass): {engine.usage.summary()}")
     print("\nwhere the test processes' time went (engine pass, summed over submissions):")
     for name, seconds, count in slowest_tests(engine.scores):
         print(f"  {seconds:7.1f} s  {count:3d} runs  {name}")
@@ -264,7 +270,7 @@ def run_bench(
                 json.dumps([asdict(span) for span in p.spans]) + "\n", encoding="utf-8"
             )
             chart = out / f"timeline-{_file_name(p.name)}.png"
-            why_not = plot_timeline(p.timeline, f"{p.name} pass", chart)
+            why_not = plot_timeline(p.timeline, f"{p.name} pass", chart, p.usage)
             print(why_not or f"timeline of the {p.name} pass in {chart}")
     return 0
 
@@ -300,5 +306,6 @@ def _pass_json(p: Pass) -> dict:
         "parked_s": round(p.parked_seconds, 2),
         "gpu_idle_s": round(p.timeline.gpu_idle_seconds, 2),
         "mean_gpu_running": round(p.timeline.mean_gpu_running, 2),
+        "usage": p.usage.as_json() if p.usage is not None else None,
         "totals": {student_id: score.points for student_id, score in p.scores.items()},
     }

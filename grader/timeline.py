@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .schedule import Span
+from .usage import Usage
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,9 @@ def build_timeline(spans: list[Span], origin: float, wall: float) -> Timeline:
     return Timeline(times, gpu, cpu, parked, sorted(windows), wall)
 
 
-def plot_timeline(timeline: Timeline, title: str, path: Path) -> str:
-    """Writes the chart; returns '' or why it could not (matplotlib missing)."""
+def plot_timeline(timeline: Timeline, title: str, path: Path, usage: Usage | None = None) -> str:
+    """Writes the chart, with the CPUs' and GPUs' load under it when `usage` is given; returns ''
+    or why it could not (matplotlib missing)."""
     try:
         import matplotlib
 
@@ -86,7 +88,21 @@ def plot_timeline(timeline: Timeline, title: str, path: Path) -> str:
         import matplotlib.pyplot as plt
     except ImportError:
         return "matplotlib is not importable: no timeline.png (pip install matplotlib)"
-    figure, axes = plt.subplots(figsize=(11, 4.2))
+    if usage is None:
+        figure, axes = plt.subplots(figsize=(11, 4.2))
+    else:
+        figure, (axes, load) = plt.subplots(
+            2, 1, figsize=(11, 6.4), sharex=True, gridspec_kw={"height_ratios": [2, 1]}
+        )
+        load.plot(usage.times, [100 * b for b in usage.cpu_busy], label=f"CPUs busy ({usage.cpus} cores)")
+        for gpu, samples in usage.gpu_busy.items():
+            load.plot(
+                [t for t, _ in samples], [100 * b for _, b in samples], label=f"GPU {gpu} running a kernel"
+            )
+        load.set_ylim(0, 105)
+        load.set_ylabel("% of the time")
+        load.set_xlabel("seconds since the pass started")
+        load.legend(loc="lower right", fontsize="small")
     axes.step(timeline.times, timeline.gpu_running, where="post", label="GPU test processes running")
     axes.step(timeline.times, timeline.cpu_running, where="post", label="compiles, links, CPU tests")
     axes.step(
@@ -100,7 +116,8 @@ def plot_timeline(timeline: Timeline, title: str, path: Path) -> str:
         label = "window (a GPU alone)" if number == 0 else None
         axes.axvspan(start, max(end, start + 0.05), color="red", alpha=0.35, label=label)
     axes.set_xlim(0, timeline.wall)
-    axes.set_xlabel("seconds since the pass started")
+    if usage is None:
+        axes.set_xlabel("seconds since the pass started")
     axes.set_ylabel("processes")
     axes.set_title(
         f"{title}: GPU idle {timeline.gpu_idle_seconds:.1f} s of {timeline.wall:.1f} s, "

@@ -4,6 +4,7 @@ import pytest
 
 from grader.schedule import Span
 from grader.timeline import build_timeline, plot_timeline
+from grader.usage import Usage
 
 
 def test_a_parked_process_is_not_counted_as_running_and_idle_time_is_measured():
@@ -30,10 +31,11 @@ def test_spans_before_the_pass_started_count_for_nothing():
     assert timeline.gpu_idle_seconds == pytest.approx(2.0)
 
 
-def test_the_chart_is_drawn_or_says_why_not(tmp_path):
+@pytest.mark.parametrize("usage", [None, Usage([0.5, 1.0], [0.9, 0.4], {"0": [(0.5, 0.7)]}, cpus=2)])
+def test_the_chart_is_drawn_or_says_why_not(tmp_path, usage):
     timeline = build_timeline([Span("gpu", 0.0, 1.0, "0"), Span("window", 0.2, 0.4, "0")], 0.0, 2.0)
     chart = tmp_path / "timeline.png"
-    why_not = plot_timeline(timeline, "test", chart)
+    why_not = plot_timeline(timeline, "test", chart, usage)
     try:
         import matplotlib  # noqa: F401
     except ImportError:
