@@ -16,7 +16,7 @@ from grader.build import (
     trim_log,
 )
 from grader.errors import GraderError
-from grader.harness import prepare_harness
+from grader.harness import harness_targets, prepare_harness
 from grader.schedule import Scheduler
 
 
@@ -91,6 +91,16 @@ def test_the_harness_records_each_labs_compile_and_link_and_lists_its_tests(fake
     speed = next(test for test in lab02.tests if test.name == "kernel speed is close to the reference kernel")
     assert speed.tags == ("lab02", "performance", "gpu")
     assert "-DKIT_RECORD_COMMANDS=ON" in (tmp_path / "harness" / "CMakeCache.txt").read_text()
+
+
+def test_the_harness_builds_only_what_the_graded_labs_need(fake_kit, tmp_path):
+    options = fake_kit.options()
+    lab02 = [lab for lab in fake_kit.kit.labs if lab.id == "02"]
+    harness = prepare_harness(fake_kit.kit, lab02, tmp_path / "harness", options.build, options.run)
+    assert list(harness.labs) == ["02"]
+    records = sorted(path.name for path in (tmp_path / "harness" / "kit-link-commands").iterdir())
+    assert records == ["lab02_tests.link"]  # lab 03 was not built
+    assert harness_targets(lab02) == ["lab02_tests"]
 
 
 def test_a_kit_that_does_not_configure_stops_the_run_as_a_kit_problem(fake_kit, tmp_path):
