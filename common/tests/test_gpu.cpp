@@ -5,7 +5,7 @@
 
 #include "kit/testing.hpp"
 
-TEST_CASE("a test process waits for its GPU asleep, leaving its CPU core to the other processes",
+TEST_CASE("a test process waits for its GPU asleep and leaves its CPU core to the other processes",
           "[common][gpu]") {
   KIT_REQUIRE_GPU();
   unsigned int flags = 0;
