@@ -274,12 +274,18 @@ NO_GPU_CUDA_ARCH = "75"
 
 
 def build_for_this_machine(build: BuildConfig, gpus: list[str]) -> tuple[BuildConfig, str]:
-    """The build settings for grading here, and a line saying what was changed (or "")."""
-    if build.cuda_arch or gpus:
+    """The build settings for grading here, and a line saying what was changed (or "").
+    Without a GPU, no probe is built or linked either (-DKIT_PROBES=OFF): only the sanitizer and
+    profiler tests run them, and those skip there."""
+    if gpus:
         return build, ""
-    return replace(build, cuda_arch=NO_GPU_CUDA_ARCH), (
+    without_probes = replace(build, defines={**build.defines, "KIT_PROBES": "OFF"})
+    if build.cuda_arch:
+        return without_probes, "no GPU here: the labs' probes (for GPU tests only) are not built"
+    return replace(without_probes, cuda_arch=NO_GPU_CUDA_ARCH), (
         f"no GPU here: building for one CUDA architecture (sm_{NO_GPU_CUDA_ARCH}) instead of the "
-        "kit's list, since no GPU test can run; give --cuda-arch to choose others"
+        "kit's list and without the labs' probes, since no GPU test can run; give --cuda-arch to "
+        "choose other architectures"
     )
 
 

@@ -392,6 +392,9 @@ def test_grading_without_a_gpu_builds_for_one_architecture_unless_told_otherwise
 
     build, note = cli.build_for_this_machine(BuildConfig(), [])
     assert build.cuda_arch == cli.NO_GPU_CUDA_ARCH and "no GPU here" in note
+    assert build.defines["KIT_PROBES"] == "OFF"  # only GPU tests run them
     assert cli.build_for_this_machine(BuildConfig(), ["0"]) == (BuildConfig(), "")  # the GPU's own
     given = BuildConfig(cuda_arch="90")
-    assert cli.build_for_this_machine(given, []) == (given, "")  # --cuda-arch wins
+    build, note = cli.build_for_this_machine(given, [])
+    assert build.cuda_arch == "90" and build.defines["KIT_PROBES"] == "OFF"  # --cuda-arch wins
+    assert "probes" in note
