@@ -22,7 +22,8 @@ def test_cpu_times_are_none_where_proc_stat_is_missing_or_foreign(tmp_path):
 
 
 def test_gpu_lines_give_the_index_and_a_share_and_skip_what_is_not_a_number():
-    assert parse_gpu_line("0, 87\n") == ("0", pytest.approx(0.87))
+    sample = parse_gpu_line("0, 87\n")
+    assert sample is not None and sample[0] == "0" and sample[1] == pytest.approx(0.87)
     assert parse_gpu_line("1, [N/A]") is None
     assert parse_gpu_line("garbage") is None
 
