@@ -46,6 +46,14 @@ EXIT_ALL_SKIPPED = 4  # Catch2's exit code when every selected test was skipped
 METRIC_LINE = re.compile(r"^kit-metric\s+([A-Za-z_][A-Za-z0-9_]*)=(\S+)$")
 ENV_KEPT = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES")
 ENV_KEPT_PREFIXES = ("NVIDIA_",)
+# Set for every test process. One hardware work queue per CUDA context instead of eight: eight
+# contexts at once were created at 5.9 a second with eight queues each and at 12.4 a second with
+# one (context 0.89 s against 0.28 s; bench/context_probe on the H100), and the cost of starting
+# CUDA processes is what bounds a GPU's test throughput. The kit's tests and timer use one
+# stream, where the count changes nothing; work a launcher put on another stream is queued in
+# order with the timer's events, so it is timed (CTest, without this, checks the timer's own
+# host-clock fallback for that case).
+TEST_ENV = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
 # Elements whose text explains a failure, in the order Catch2 writes them.
 MESSAGE_TAGS = ("Info", "Failure", "Exception", "FatalErrorCondition")
 # Elements whose text the student's code may have written (an exception it threw, a signal):
@@ -113,6 +121,7 @@ def scrubbed_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, s
     env.setdefault("LANG", "C.UTF-8")
     env["HOME"] = str(home)
     env["TMPDIR"] = str(home)
+    env.update(TEST_ENV)
     env.update(extra or {})
     return env
 

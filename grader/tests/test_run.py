@@ -144,13 +144,14 @@ def test_the_test_sees_a_scrubbed_environment(exe, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     names = run(exe, "shows its environment").messages[0].split()
     assert "GRADER_SECRET_TOKEN" not in names
-    assert {"PATH", "HOME", "TMPDIR", "CUDA_VISIBLE_DEVICES"} <= set(names)
+    assert {"PATH", "HOME", "TMPDIR", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS"} <= set(names)
 
 
 def test_scrubbed_env_points_home_at_the_work_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("NVIDIA_DRIVER_CAPABILITIES", "compute")
     env = scrubbed_env(tmp_path)
     assert env["HOME"] == str(tmp_path) and env["NVIDIA_DRIVER_CAPABILITIES"] == "compute"
+    assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"  # one work queue a context: faster to create
 
 
 def test_passed_xml_with_a_failing_exit_code_is_not_a_pass():
