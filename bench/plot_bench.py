@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Draws GFLOP/s against matrix width from the CSV that matmul_bench writes.
 
-    python3 bench/plot_bench.py bench.csv bench.png
+python3 bench/plot_bench.py bench.csv bench.png
 """
 
 from __future__ import annotations
@@ -31,13 +31,17 @@ def main(argv: list[str] | None = None) -> int:
         import matplotlib.pyplot as plt
         import matplotlib.ticker
     except ImportError:
-        print(f"plot_bench.py: matplotlib is not installed, so no picture was drawn; install it "
-              f"(python3 -m pip install matplotlib) and run this again. The numbers are in {args.csv}.",
-              file=sys.stderr)
+        print(
+            f"plot_bench.py: matplotlib is not installed, so no picture was drawn; install it "
+            f"(python3 -m pip install matplotlib) and run this again. The numbers are in {args.csv}.",
+            file=sys.stderr,
+        )
         return 3
     if not args.csv.is_file():
-        print(f"plot_bench.py: {args.csv} does not exist; run matmul_bench --csv {args.csv} first",
-              file=sys.stderr)
+        print(
+            f"plot_bench.py: {args.csv} does not exist; run matmul_bench --csv {args.csv} first",
+            file=sys.stderr,
+        )
         return 2
 
     rows = read_rows(args.csv)

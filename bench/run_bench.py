@@ -61,19 +61,34 @@ def run_timings(bench: Path, out: Path, widths: str) -> int:
 
 
 def run_plot(out: Path) -> None:
-    result = subprocess.run([sys.executable, str(HERE / "plot_bench.py"), str(out / "bench.csv"),
-                             str(out / "bench.png")])
+    result = subprocess.run(
+        [sys.executable, str(HERE / "plot_bench.py"), str(out / "bench.csv"), str(out / "bench.png")]
+    )
     if result.returncode != 0:
         say("no plot drawn (see the message above); the numbers are in bench.csv")
 
 
 def ncu_metrics(ncu: str, bench: Path, kernel: str) -> dict[str, float]:
-    command = [ncu, "--metrics", ",".join(METRICS), "--csv", "--print-units", "base",
-               "--kernel-name", "regex:matmul_kernel", str(bench), "--profile", kernel,
-               "--width", str(PROFILE_WIDTH)]
+    command = [
+        ncu,
+        "--metrics",
+        ",".join(METRICS),
+        "--csv",
+        "--print-units",
+        "base",
+        "--kernel-name",
+        "regex:matmul_kernel",
+        str(bench),
+        "--profile",
+        kernel,
+        "--width",
+        str(PROFILE_WIDTH),
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError(f"ncu exited with {result.returncode}:\n{result.stdout[-1500:]}{result.stderr[-1500:]}")
+        raise RuntimeError(
+            f"ncu exited with {result.returncode}:\n{result.stdout[-1500:]}{result.stderr[-1500:]}"
+        )
     lines = [line for line in result.stdout.splitlines() if line.startswith('"')]
     values: dict[str, float] = {}
     for row in csv.DictReader(io.StringIO("\n".join(lines))):
@@ -98,28 +113,43 @@ def run_profile(ncu: str, bench: Path, out: Path) -> None:
             return
         # A warp issues one load instruction for 32 threads; each thread loads 2 floats per
         # step of its dot product (naive: W steps) or per phase (tiled: W / TILE phases).
-        predicted = 2 * w ** 3 / 32 / tile
-        rows.append((kernel, tile, values["smsp__inst_executed_op_global_ld.sum"], predicted,
-                     values["dram__bytes_read.sum"]))
+        predicted = 2 * w**3 / 32 / tile
+        rows.append(
+            (
+                kernel,
+                tile,
+                values["smsp__inst_executed_op_global_ld.sum"],
+                predicted,
+                values["dram__bytes_read.sum"],
+            )
+        )
     naive_loads = rows[0][2]
     naive_dram = rows[0][4]
-    lines = [f"W = {w}: global load instructions and DRAM bytes read (ncu), against the write-up's "
-             "prediction that tiling issues TILE times fewer loads",
-             "",
-             f"{'kernel':10} {'loads':>14} {'predicted':>14} {'fewer than naive':>17} {'predicted':>10} "
-             f"{'DRAM read MB':>13} {'naive / this':>13}"]
+    lines = [
+        f"W = {w}: global load instructions and DRAM bytes read (ncu), against the write-up's "
+        "prediction that tiling issues TILE times fewer loads",
+        "",
+        f"{'kernel':10} {'loads':>14} {'predicted':>14} {'fewer than naive':>17} {'predicted':>10} "
+        f"{'DRAM read MB':>13} {'naive / this':>13}",
+    ]
     for kernel, tile, loads, predicted, dram in rows:
-        lines.append(f"{kernel:10} {loads / 1e6:12.1f} M {predicted / 1e6:12.1f} M {naive_loads / loads:16.1f}x "
-                     f"{tile:9d}x {dram / 1e6:13.1f} {naive_dram / dram:12.2f}x")
-    lines += ["", "DRAM traffic barely changes: both inputs fit in L2, so the naive kernel's repeated "
-              "loads were already served by the caches."]
+        lines.append(
+            f"{kernel:10} {loads / 1e6:12.1f} M {predicted / 1e6:12.1f} M {naive_loads / loads:16.1f}x "
+            f"{tile:9d}x {dram / 1e6:13.1f} {naive_dram / dram:12.2f}x"
+        )
+    lines += [
+        "",
+        "DRAM traffic barely changes: both inputs fit in L2, so the naive kernel's repeated "
+        "loads were already served by the caches.",
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     (out / "ncu.txt").write_text(text)
     with (out / "ncu.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["width", "kernel", "tile", "global_load_instructions", "predicted_loads",
-                         "dram_bytes_read"])
+        writer.writerow(
+            ["width", "kernel", "tile", "global_load_instructions", "predicted_loads", "dram_bytes_read"]
+        )
         for kernel, tile, loads, predicted, dram in rows:
             writer.writerow([w, kernel, tile, int(loads), int(predicted), int(dram)])
 
@@ -127,16 +157,22 @@ def run_profile(ncu: str, bench: Path, out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="folder for the results (created if missing)")
-    parser.add_argument("--build-dir", type=Path, default=HERE.parent / "build",
-                        help="the kit's build folder (default: build/)")
+    parser.add_argument(
+        "--build-dir",
+        type=Path,
+        default=HERE.parent / "build",
+        help="the kit's build folder (default: build/)",
+    )
     parser.add_argument("--widths", default="1024,2048,4096,4000", help="comma-separated widths")
     parser.add_argument("--no-ncu", action="store_true", help="skip the ncu profile")
     args = parser.parse_args(argv)
 
     bench = args.build_dir / "bin" / "matmul_bench"
     if not os.access(bench, os.X_OK):
-        say(f"{bench} does not exist: build it with 'cmake --build {args.build_dir} --target "
-            "matmul_bench' (it needs solutions/, the staff repository)")
+        say(
+            f"{bench} does not exist: build it with 'cmake --build {args.build_dir} --target "
+            "matmul_bench' (it needs solutions/, the staff repository)"
+        )
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -150,8 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         ncu = find_tool("ncu", args.build_dir)
         if ncu is None:
-            message = ("ncu (Nsight Compute) was found neither on PATH nor in /usr/local/cuda/bin, "
-                       "so the load-count profile was skipped")
+            message = (
+                "ncu (Nsight Compute) was found neither on PATH nor in /usr/local/cuda/bin, "
+                "so the load-count profile was skipped"
+            )
             say(message)
             (args.out / "ncu.txt").write_text(message + "\n")
         else:

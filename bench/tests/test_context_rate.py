@@ -26,3 +26,23 @@ def test_a_command_after_the_dashes_replaces_the_probe(capsys):
 def test_a_missing_probe_says_how_to_build_it(tmp_path, capsys):
     assert context_rate.main(["--build-dir", str(tmp_path)]) == 2
     assert "make build" in capsys.readouterr().err
+
+
+def test_the_probes_phases_are_averaged_and_connections_reach_the_processes(capsys):
+    # A stand-in for context_probe --phases that also shows the connections it was given.
+    script = (
+        'echo "driver 0.100 s, context 0.300 s, first kernel 0.002 s"; '
+        'test "$CUDA_DEVICE_MAX_CONNECTIONS" = 1'
+    )
+    rate = context_rate.measure(
+        ["sh", "-c", script], concurrency=2, processes=4, env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+    )
+    assert rate.failed == 0 and rate.phases == (0.1, 0.3, 0.002)
+    assert context_rate.measure(["sh", "-c", script], concurrency=1, processes=1, env={}).failed == 1
+    assert (
+        context_rate.main(
+            ["--processes", "2", "--concurrency", "1", "--connections", "1", "--", "sh", "-c", script]
+        )
+        == 0
+    )
+    assert "(driver 0.100 s, context 0.300 s, kernel 0.002 s)" in capsys.readouterr().out

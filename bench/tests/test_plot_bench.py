@@ -1,4 +1,5 @@
 """bench/plot_bench.py draws every series of the CSV, and says what to do when it cannot."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -32,17 +33,26 @@ def test_plot_has_one_legend_entry_per_kernel_and_tile(tmp_path: Path, monkeypat
     import matplotlib.pyplot as plt
 
     csv = tmp_path / "bench.csv"
-    write_csv(csv, [("naive16", "lab 02 naive", 16), ("tiled32", "lab 03 tiled", 32),
-                    ("boundary32", "lab 04 boundary", 32), ("cublas", "cuBLAS SGEMM", 0)])
+    write_csv(
+        csv,
+        [
+            ("naive16", "lab 02 naive", 16),
+            ("tiled32", "lab 03 tiled", 32),
+            ("boundary32", "lab 04 boundary", 32),
+            ("cublas", "cuBLAS SGEMM", 0),
+        ],
+    )
     saved = []
-    monkeypatch.setattr(plt.Figure, "savefig",
-                        lambda figure, path, **kw: saved.append(figure) or Path(path).write_bytes(b"png"))
+    monkeypatch.setattr(
+        plt.Figure,
+        "savefig",
+        lambda figure, path, **kw: saved.append(figure) or Path(path).write_bytes(b"png"),
+    )
     assert load_plot_bench().main([str(csv), str(tmp_path / "bench.png")]) == 0
 
     axes = saved[0].axes[0]
     labels = [line.get_label() for line in axes.get_lines()]
-    assert sorted(labels) == ["cuBLAS SGEMM", "lab 02 naive, 16", "lab 03 tiled, 32",
-                              "lab 04 boundary, 32"]
+    assert sorted(labels) == ["cuBLAS SGEMM", "lab 02 naive, 16", "lab 03 tiled, 32", "lab 04 boundary, 32"]
     styles = {line.get_label(): line for line in axes.get_lines()}
     # Lab 04 lies on top of lab 03: hollow markers keep both visible; tile 32 is dashed.
     assert styles["lab 04 boundary, 32"].get_markerfacecolor() == "none"
