@@ -94,19 +94,31 @@ class Harness:
     duration: float = 0.0
 
 
-def harness_config(config: BuildConfig) -> BuildConfig:
-    defines = dict(config.defines, KIT_RECORD_COMMANDS="ON")
+# The one target the harness build asks for: the CMake project makes it of KIT_HARNESS_TARGETS.
+HARNESS_TARGET = "kit_harness"
+
+
+def harness_config(config: BuildConfig, labs: list[Lab]) -> BuildConfig:
+    """Every setting the harness depends on is passed on every run, since CMake keeps a -D in its
+    cache: a grading run without a GPU (-DKIT_PROBES=OFF) must not leave a later one with a GPU
+    without the probes its sanitizer and profiler tests run."""
+    defines = {
+        "KIT_PROBES": "ON",
+        **config.defines,
+        "KIT_RECORD_COMMANDS": "ON",
+        "KIT_HARNESS_TARGETS": ";".join(harness_targets(labs)),
+    }
     return replace(config, kernels="student", defines=defines)
 
 
 def harness_targets(labs: list[Lab]) -> list[str]:
     """What grading these labs needs built: each lab's test executable (with its kernels, its
-    reference and its probe) and the program its charts run. Not the kit's own tests of common/
-    or the staff benchmarks (23 s of the 176 s of compiling on two cores), nor the labs not
-    graded."""
+    reference and, where built, its probe) and the program its charts run. Not the kit's own
+    tests of common/ or the staff benchmarks (23 s of the 176 s of compiling on two cores), nor
+    the labs not graded."""
     targets = []
     for lab in labs:
-        targets.append(f"lab{lab.id}_tests")
+        targets.append(lab.executable)
         if lab.charts is not None:
             targets.append(lab.charts.target)
     return targets
@@ -122,7 +134,7 @@ def prepare_harness(
 ) -> Harness:
     """Configures and builds the kit once, then reads its records; raises GraderError when the
     kit itself does not build (no student's fault, and nothing could be graded)."""
-    config = harness_config(config)
+    config = harness_config(config, labs)
     build_dir.mkdir(parents=True, exist_ok=True)
     progress(f"configuring the harness in {build_dir}")
     duration = _kit_step(
@@ -134,7 +146,7 @@ def prepare_harness(
     progress("building the harness: the kit's tests, references and skeletons, once for the run")
     duration += _kit_step(
         kit,
-        [config.cmake, "--build", str(build_dir), "-j", str(config.jobs), "--target", *harness_targets(labs)],
+        [config.cmake, "--build", str(build_dir), "-j", str(config.jobs), "--target", HARNESS_TARGET],
         config.timeout,
         "kit problem: the kit's own build failed, so nothing can be graded; run make build to see why:\n",
     )
@@ -261,10 +273,18 @@ def _lab_harness(
                 elif Path(value).name in lab.student_files:
                     data_files[variable] = Path(value).name
     kernels_name = f"lib{lab.tag}_kernels.a"
+    # The records of earlier builds stay (a build with nothing to relink writes none), so only
+    # the executables this one has: a probe built by an earlier run with a GPU is not relinked
+    # for every submission of a run without one.
+    wanted = {
+        lab.executable,
+        *([lab.charts.target] if lab.charts is not None else []),
+        *([probe] if probe else []),
+    }
     links = []
     for cwd, argv in link_records:
         kernels = next((arg for arg in argv if Path(arg).name == kernels_name), None)
-        if kernels is not None and "-o" in argv:
+        if kernels is not None and "-o" in argv and Path(argv[argv.index("-o") + 1]).name in wanted:
             output = argv[argv.index("-o") + 1]
             links.append(LinkRecipe(Path(output).name, tuple(argv), cwd, kernels, output))
     harness = LabHarness(

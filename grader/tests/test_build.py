@@ -2,6 +2,7 @@
 the in-place build of check, and trimmed compiler output (with a fake cmake, compiler and linker)."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -97,10 +98,42 @@ def test_the_harness_builds_only_what_the_graded_labs_need(fake_kit, tmp_path):
     options = fake_kit.options()
     lab02 = [lab for lab in fake_kit.kit.labs if lab.id == "02"]
     harness = prepare_harness(fake_kit.kit, lab02, tmp_path / "harness", options.build, options.run)
-    assert list(harness.labs) == ["02"]
+    assert harness.labs["02"].problem is None
     records = sorted(path.name for path in (tmp_path / "harness" / "kit-link-commands").iterdir())
     assert records == ["lab02_tests.link"]  # lab 03 was not built
     assert harness_targets(lab02) == ["lab02_tests"]
+    cache = (tmp_path / "harness" / "CMakeCache.txt").read_text().splitlines()
+    assert "-DKIT_HARNESS_TARGETS=lab02_tests" in cache
+
+
+def test_every_harness_run_says_whether_to_build_the_probes(fake_kit, tmp_path):
+    # CMake keeps a -D in its cache: a run without a GPU must not leave the next one without probes.
+    options = fake_kit.options()
+    labs = list(fake_kit.kit.labs)
+    without = replace(options.build, defines={**options.build.defines, "KIT_PROBES": "OFF"})
+    prepare_harness(fake_kit.kit, labs, tmp_path / "harness", without, options.run)
+    assert "-DKIT_PROBES=OFF" in (tmp_path / "harness" / "CMakeCache.txt").read_text().splitlines()
+    prepare_harness(fake_kit.kit, labs, tmp_path / "harness", options.build, options.run)
+    assert "-DKIT_PROBES=ON" in (tmp_path / "harness" / "CMakeCache.txt").read_text().splitlines()
+
+
+def test_a_graded_lab_the_kit_does_not_build_is_that_labs_problem_only(fake_kit, tmp_path):
+    spec = json.loads((fake_kit.root / "fake_kit.json").read_text())
+    del spec["lab03_tests"]  # as a lab folder with a rubric and no CMakeLists.txt
+    (fake_kit.root / "fake_kit.json").write_text(json.dumps(spec))
+    harness = harness_for(fake_kit, tmp_path)
+    assert harness.labs["02"].problem is None
+    assert harness.labs["03"].problem  # graded as a kit problem; lab 02 is graded as usual
+
+
+def test_link_records_of_executables_this_build_does_not_have_are_not_followed(fake_kit, tmp_path):
+    # A probe an earlier run built (with a GPU) left its record; this build has no probe.
+    records = tmp_path / "harness" / "kit-link-commands"
+    records.mkdir(parents=True)
+    stale = [str(tmp_path / "harness"), "cc", "labs/02_demo/liblab02_kernels.a", "-o", "bin/lab02_probe"]
+    (records / "lab02_probe.link").write_bytes(b"\0".join(part.encode() for part in stale) + b"\0")
+    harness = harness_for(fake_kit, tmp_path)
+    assert [link.executable for link in harness.labs["02"].links] == ["lab02_tests"]
 
 
 def test_a_kit_that_does_not_configure_stops_the_run_as_a_kit_problem(fake_kit, tmp_path):
