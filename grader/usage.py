@@ -55,7 +55,7 @@ class Usage:
                 f"{gpu} running a kernel {100 * b:.0f}% of the time" for gpu, b in gpus.items()
             )
         else:
-            line += "; no GPU utilization (nvidia-smi not found)"
+            line += "; no GPU utilization (nvidia-smi is missing or reported none)"
         return line
 
     def as_json(self) -> dict:
@@ -108,6 +108,7 @@ class UsageSampler:
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
     _smi: subprocess.Popen[str] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
     started: float = 0.0  # time.monotonic() at the start: sample times count from it
 
     def __enter__(self) -> UsageSampler:
@@ -145,14 +146,18 @@ class UsageSampler:
                 self._smi.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self._smi.kill()
-                self._smi.wait()
+                try:
+                    self._smi.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass  # stuck in the driver: left behind with its reader, never waited for again
         for thread in self._threads:
             thread.join(timeout=5)
 
     def usage(self) -> Usage:
-        return Usage(
-            list(self._times), list(self._cpu), {g: list(s) for g, s in self._gpu.items()}, self.cpus
-        )
+        with self._lock:  # a thread that did not end in time may still be adding samples
+            return Usage(
+                list(self._times), list(self._cpu), {g: list(s) for g, s in self._gpu.items()}, self.cpus
+            )
 
     def _sample_cpus(self) -> None:
         before = read_cpu_times()
@@ -162,8 +167,9 @@ class UsageSampler:
                 return
             busy, total = now[0] - before[0], now[1] - before[1]
             if total > 0:
-                self._times.append(time.monotonic() - self.started)
-                self._cpu.append(busy / total)
+                with self._lock:
+                    self._times.append(time.monotonic() - self.started)
+                    self._cpu.append(busy / total)
             before = now
 
     def _read_gpus(self) -> None:
@@ -171,4 +177,5 @@ class UsageSampler:
         for line in self._smi.stdout:
             sample = parse_gpu_line(line)
             if sample is not None:
-                self._gpu.setdefault(sample[0], []).append((time.monotonic() - self.started, sample[1]))
+                with self._lock:
+                    self._gpu.setdefault(sample[0], []).append((time.monotonic() - self.started, sample[1]))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import context_rate  # noqa: E402
@@ -37,7 +39,7 @@ def test_the_probes_phases_are_averaged_and_connections_reach_the_processes(caps
     rate = context_rate.measure(
         ["sh", "-c", script], concurrency=2, processes=4, env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
     )
-    assert rate.failed == 0 and rate.phases == (0.1, 0.3, 0.002)
+    assert rate.failed == 0 and rate.phases == pytest.approx((0.1, 0.3, 0.002))
     assert context_rate.measure(["sh", "-c", script], concurrency=1, processes=1, env={}).failed == 1
     assert (
         context_rate.main(
