@@ -101,7 +101,7 @@ class UsageSampler:
     """with UsageSampler() as sampler: ...; then sampler.usage()."""
 
     interval: float = INTERVAL
-    cpus: int = 1
+    cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
     _times: list[float] = field(default_factory=list)
     _cpu: list[float] = field(default_factory=list)
     _gpu: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
@@ -112,7 +112,6 @@ class UsageSampler:
     started: float = 0.0  # time.monotonic() at the start: sample times count from it
 
     def __enter__(self) -> UsageSampler:
-        self.cpus = os.cpu_count() or 1
         self.started = time.monotonic()
         self._threads.append(threading.Thread(target=self._sample_cpus, daemon=True))
         smi = shutil.which("nvidia-smi")
