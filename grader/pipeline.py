@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -30,6 +32,7 @@ from .collect import Submission, collect_submission
 from .errors import GraderError
 from .harness import Harness, LabHarness, prepare_harness
 from .mutants import sample_students, write_sample_class
+from .proc import kill_started_groups
 from .progress import PlainProgress, Progress, QuietProgress
 from .report import (
     finished_score,
@@ -42,7 +45,7 @@ from .report import (
 from .rubric import Kit, Lab, check_rubric_against_listing
 from .run import RunConfig, list_tests, run_tests
 from .sandbox import Sandbox, detect
-from .schedule import Scheduler, visible_gpus
+from .schedule import Need, Scheduler, Stopped, visible_gpus
 from .score import CheckResult, LabScore, SubmissionScore, score_lab, score_test, score_unbuilt_lab
 from .stage import make_work_dir, stage_submission
 
@@ -64,6 +67,36 @@ class GradeOptions:
     regrade: bool = False  # grade again submissions whose report is already in --out
     confine: bool = True  # run tests in the sandbox (grader/sandbox.py); refuse where there is none
     output_dir: Path | None = None  # the class's --out, hidden from confined tests
+
+
+# ---------------------------------------------------------------------------------------------
+# Stopping a run (Ctrl-C)
+
+
+def stop_run(scheduler: Scheduler) -> None:
+    """No process starts from now on, and every running one is killed: each test or compile
+    leads a process group of its own, which the terminal's SIGINT does not reach. Returns once
+    every slot is given back, so no process of the run is left."""
+    scheduler.stop()
+    # Again until every slot is back: a thread that held its slot may start one more process.
+    while True:
+        kill_started_groups()
+        if scheduler.wait_until_idle(timeout=0.05):
+            return
+
+
+@contextmanager
+def stoppable_pool(scheduler: Scheduler, workers: int) -> Iterator[ThreadPoolExecutor]:
+    """A thread pool for work that starts its processes through `scheduler`. On Ctrl-C the run
+    is stopped before the pool shuts down, which would otherwise wait for all of that work."""
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        yield pool
+    except KeyboardInterrupt:
+        stop_run(scheduler)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,7 +184,7 @@ class Engine:
             self.timings[key] += seconds
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True)
+        self.pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(self.cache_root, ignore_errors=True)
         if self.run_config.cgroups is not None:
             failures = self.run_config.cgroups.failures
@@ -165,7 +198,9 @@ class Engine:
     def __enter__(self) -> Engine:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            stop_run(self.scheduler)
         self.close()
 
     # -----------------------------------------------------------------------------------------
@@ -187,6 +222,8 @@ class Engine:
                 )
         except GraderError as error:
             score.error = str(error)
+        except Stopped:
+            raise
         except Exception as error:  # a grader bug must not lose the other students' grades
             score.error = f"internal grader error: {type(error).__name__}: {error}\n{traceback.format_exc()}"
         finally:
@@ -242,13 +279,14 @@ class Engine:
         lab_score = score_lab(lab, build, outcomes)
         if lab.charts is not None and lab.charts.target in build.executables:
             self.progress.stage(submission.student_id, f"drawing the charts of {lab.tag}")
-            lab_score.charts = plot_charts(
-                lab,
-                self.kit.root,
-                build.executables[lab.charts.target],
-                work_dir / "charts" / lab.tag,
-                self.run_config.sandbox,
-            )
+            with self.scheduler.hold(Need.CPU):  # a process like the others: a slot, none after a stop
+                lab_score.charts = plot_charts(
+                    lab,
+                    self.kit.root,
+                    build.executables[lab.charts.target],
+                    work_dir / "charts" / lab.tag,
+                    self.run_config.sandbox,
+                )
         return lab_score
 
     def grade_all(
@@ -258,7 +296,8 @@ class Engine:
         done: Callable[[SubmissionScore], None] | None = None,
     ) -> dict[str, SubmissionScore]:
         """Grades (student id, how to collect it) jobs, `in_flight` at a time; `done` is called
-        from the grading thread as each finishes (reports are written there)."""
+        from the grading thread as each finishes (reports are written there), but not once the
+        run is stopped (a Ctrl-C here, stop_run): what they graded meanwhile may hold killed tests."""
 
         def one(student_id: str, collect: Callable[[], Submission]) -> SubmissionScore:
             score = SubmissionScore(student_id)
@@ -266,6 +305,8 @@ class Engine:
                 self.progress.stage(student_id, "collecting")
                 submission = collect()
                 score = self.grade(submission, labs_for(student_id) if labs_for else None)
+            except Stopped:
+                return score
             except GraderError as error:
                 score.error = str(error)
             except Exception as error:
@@ -273,12 +314,13 @@ class Engine:
                     f"internal grader error: {type(error).__name__}: {error}\n{traceback.format_exc()}"
                 )
             _fill_ungraded_labs(score, labs_for(student_id) if labs_for else self.options.labs)
-            if done is not None:
+            # Stopped after its last test ran: some of its tests may have been killed.
+            if done is not None and not self.scheduler.stopped:
                 done(score)
             return score
 
         self.harness()  # once, before anything runs: a kit that does not build stops the run here
-        with ThreadPoolExecutor(max_workers=self.in_flight) as submissions:
+        with stoppable_pool(self.scheduler, self.in_flight) as submissions:
             futures = {
                 student_id: submissions.submit(one, student_id, collect) for student_id, collect in jobs
             }
@@ -334,10 +376,12 @@ def grade_class(
                 kept[student_id] = previous
     todo = [(student_id, path) for student_id, path in entries if student_id not in kept]
     progress.start(len(entries), len(kept))
+    reported = [len(kept)]  # a list: done() counts from the grading threads
 
     def done(score: SubmissionScore) -> None:
         # Otter-style: the results file is written whatever happened in grading.
         write_submission_report(out_dir / score.student_id, score)
+        reported[0] += 1
         line = f"{format_points(score.points)}/{format_points(score.max_points)}"
         progress.finished(
             score.student_id, line + ("  (the grader failed: see summary.txt)" if score.error else "")
@@ -347,6 +391,14 @@ def grade_class(
     try:
         with Engine(kit, options, progress) as engine:
             graded = engine.grade_all(jobs, done=done) if jobs else {}
+    except KeyboardInterrupt:
+        progress.close()
+        print(
+            f"stopped: {reported[0]} of {len(entries)} submissions graded and kept in {out_dir}; "
+            "the same command (the same --out) grades the rest and writes the class files",
+            file=sys.stderr,
+        )
+        raise
     finally:
         progress.close()
     by_id = {**kept, **graded}
@@ -427,7 +479,7 @@ def check_lab(
         check_rubric_against_listing(lab, set(listed), has_hidden_tests=kit.has_solutions)
         visible = [test for test in lab.tests if test.visibility == "visible"]
         log(f"running {len(visible)} visible tests of lab {lab.id} ...")
-        with ThreadPoolExecutor(max_workers=max(8, 2 * scheduler.total_slots)) as pool:
+        with stoppable_pool(scheduler, max(8, 2 * scheduler.total_slots)) as pool:
             outcomes = run_tests(
                 result.exe_path, [listed[test.name] for test in visible], run_dir, run, scheduler, pool
             )

@@ -43,6 +43,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 
+class Stopped(Exception):
+    """The run was stopped (Ctrl-C, grader/pipeline.py's Engine.stop): no new process starts.
+    Not a GraderError: nothing graded after it is reported."""
+
+
 class Need(Enum):
     CPU = "cpu"
     GPU = "gpu"
@@ -132,6 +137,8 @@ class Scheduler:
         self.max_defer = max_defer
         self._lanes = [_Lane(gpu) for gpu in gpus]
         self._cpu_used = 0
+        self._held = 0  # leases not yet released, parked ones included
+        self.stopped = False
         self._gpu_jobs_waiting: list[float | None] = []  # expected seconds of each, None unknown
         self._durations: dict[str, list[float]] = {}
         self._changed = threading.Condition()
@@ -158,6 +165,18 @@ class Scheduler:
             yield lease
         finally:
             self._release(lease)
+
+    def stop(self) -> None:
+        """No lease is granted from now on: every wait for one, and every later ask, raises
+        Stopped. Leases already held run on until released (Engine.stop kills their processes)."""
+        with self._changed:
+            self.stopped = True
+            self._changed.notify_all()
+
+    def wait_until_idle(self, timeout: float) -> bool:
+        """Whether every lease has been released, waiting up to `timeout` seconds for it."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._held == 0, timeout=timeout)
 
     def expected_seconds(self, key: str | None) -> float | None:
         """How long a job of this kind may run, the longest of its last few runs here; None if
@@ -243,22 +262,35 @@ class Scheduler:
             need = Need.CPU  # no GPU here: the test runs (and skips itself) on a CPU slot
         with self._changed:
             if need is Need.CPU:
-                self._changed.wait_for(self._cpu_free_for_cpu_job)
+                self._changed.wait_for(lambda: self.stopped or self._cpu_free_for_cpu_job())
+                self._raise_if_stopped()
                 self._cpu_used += 1
+                self._held += 1
                 self._count(need.value, self._cpu_used)
                 return Lease(need, None, key, time.monotonic())
             expected = self._expected_or_longest(key)
             self._gpu_jobs_waiting.append(expected)
-            lane = self._changed.wait_for(
-                lambda: self._lane_for(expected) if self._cpu_used < self.cpu_slots else None
-            )
-            self._gpu_jobs_waiting.remove(expected)
-            assert lane is not None
+            try:
+                lane = self._changed.wait_for(
+                    lambda: (
+                        self.stopped
+                        or (self._lane_for(expected) if self._cpu_used < self.cpu_slots else None)
+                    )
+                )
+            finally:
+                self._gpu_jobs_waiting.remove(expected)
+            self._raise_if_stopped()
+            assert isinstance(lane, _Lane)
             lease = Lease(need, lane.gpu, key, time.monotonic())
             lane.active[id(lease)] = lease
             self._cpu_used += 1
+            self._held += 1
             self._count(need.value, sum(lane.running for lane in self._lanes))
             return lease
+
+    def _raise_if_stopped(self) -> None:
+        if self.stopped:
+            raise Stopped("the grading run was stopped")
 
     def _cpu_free_for_cpu_job(self) -> bool:
         # A GPU test that could start now goes first: an idle GPU is what a class waits for.
@@ -299,6 +331,7 @@ class Scheduler:
                 seen.append(ended - lease.started - lease.parked)
                 del seen[:-5]
             self._cpu_used -= 1
+            self._held -= 1
             if lease.gpu is not None:  # a GPU job (a GPU test on a machine without one is a CPU job)
                 self._lane(lease.gpu).active.pop(id(lease), None)
             self._changed.notify_all()

@@ -4,6 +4,7 @@ import csv
 import io
 import json
 import re
+import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -14,9 +15,11 @@ from grader import cli, pipeline
 from grader.collect import CLASS_FILES, collect_submission
 from grader.errors import GraderError
 from grader.mutants import sample_students
-from grader.pipeline import check_lab, grade_class, grade_submission
+from grader.pipeline import check_lab, grade_class, grade_submission, stoppable_pool
+from grader.proc import ProcessResult, run_limited
 from grader.progress import PlainProgress, QuietProgress
 from grader.report import LOUD, check_lines
+from grader.schedule import Need, Scheduler, Stopped
 from grader.score import CheckResult
 from grader.tests.conftest import LAB02_TESTS, LAB03_TESTS
 from grader.validate import run_validate, untested_tests
@@ -398,3 +401,30 @@ def test_grading_without_a_gpu_builds_for_one_architecture_unless_told_otherwise
     build, note = cli.build_for_this_machine(given, [])
     assert build.cuda_arch == "90" and build.defines["KIT_PROBES"] == "OFF"  # --cuda-arch wins
     assert "probes" in note
+
+
+def test_ctrl_c_in_a_stoppable_pool_kills_its_processes_and_skips_its_queued_work(tmp_path):
+    """make check and grade_all run their tests in a stoppable pool: Ctrl-C must not wait for
+    the running tests to end, nor start the queued ones."""
+    scheduler = Scheduler(cpu_slots=1, gpus=[], gpu_slots=1)
+    started: list[str] = []
+
+    def sleeper(name: str) -> ProcessResult:
+        with scheduler.hold(Need.CPU):
+            started.append(name)
+            return run_limited(["sleep", "30"], cwd=tmp_path, timeout=60, output_limit=100)
+
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        with stoppable_pool(scheduler, 4) as pool:
+            running = pool.submit(sleeper, "first")
+            queued = [pool.submit(sleeper, f"queued {i}") for i in range(3)]
+            while not started:
+                time.sleep(0.01)
+            raise KeyboardInterrupt
+    assert time.monotonic() - start < 5
+    assert running.result().returncode == -9  # killed, not run to its end
+    assert started == ["first"]  # the others found the run stopped, or never ran
+    for future in queued:
+        assert future.cancelled() or isinstance(future.exception(), Stopped)
+    assert scheduler.wait_until_idle(timeout=0)

@@ -1,12 +1,14 @@
 """run.py: one process per test, statuses from Catch2's XML, time and output limits."""
 
+import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from grader.errors import GraderError
-from grader.proc import ProcessResult
+from grader.proc import ProcessResult, kill_started_groups, run_limited
 from grader.run import RunConfig, list_tests, outcome_from, parse_listing, run_test, scrubbed_env
 
 from .conftest import write_fake_catch2
@@ -95,6 +97,36 @@ def test_a_hang_is_killed_with_its_whole_process_group(exe, tmp_path):
     child = int((tmp_path / "child.pid").read_text())
     # The test's own child (sleep 60) must be gone too, not left holding the GPU.
     assert not alive(child)
+
+
+def test_stopping_a_run_kills_every_process_group_it_started(tmp_path):
+    """Ctrl-C reaches the grader but not its tests (each leads a session of its own), so
+    kill_started_groups must: the test and what it started, and nothing else."""
+    child_pid = tmp_path / "child.pid"
+    script = f"sleep 60 & echo $! > {child_pid}; wait"
+    results: list[ProcessResult] = []
+    runner = threading.Thread(
+        target=lambda: results.append(
+            run_limited(["sh", "-c", script], cwd=tmp_path, timeout=120, output_limit=1000)
+        )
+    )
+    runner.start()
+    for _ in range(100):
+        if child_pid.is_file() and child_pid.read_text().strip():
+            break
+        time.sleep(0.05)
+    bystander = subprocess.Popen(["sleep", "60"])  # in the grader's own group: not this call's to kill
+    try:
+        start = time.monotonic()
+        assert kill_started_groups() == 1
+        runner.join(timeout=5)
+        assert not runner.is_alive() and time.monotonic() - start < 5
+        assert results[0].returncode == -9 and not results[0].timed_out
+        assert not alive(int(child_pid.read_text()))
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
 
 
 def alive(pid: int) -> bool:

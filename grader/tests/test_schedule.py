@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from grader.run import ListedTest, RunConfig, run_tests
-from grader.schedule import Need, Scheduler, need_for_tags
+from grader.schedule import Need, Scheduler, Stopped, need_for_tags
 
 from .conftest import write_fake_catch2
 
@@ -483,6 +483,33 @@ def test_a_crash_or_a_hang_costs_only_its_own_test(tmp_path):
     assert [outcomes[t["name"]].status for t in tests] == ["crashed", "timed_out", "passed", "passed"]
 
 
+@pytest.mark.parametrize("need", [Need.CPU, Need.GPU])
+def test_a_stopped_scheduler_grants_no_slot_and_says_when_the_last_is_given_back(need):
+    scheduler = Scheduler(cpu_slots=1, gpus=["0"], gpu_slots=1)
+    raised: list[BaseException] = []
+
+    def waiter() -> None:
+        try:
+            with scheduler.hold(need):
+                pass
+        except Stopped as error:
+            raised.append(error)
+
+    with scheduler.hold(need):
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        time.sleep(0.2)
+        assert thread.is_alive()  # waiting for the only slot
+        scheduler.stop()
+        thread.join(timeout=2)
+        assert not thread.is_alive() and len(raised) == 1  # the wait ended, with Stopped
+        assert not scheduler.wait_until_idle(timeout=0.1)  # the held slot is still out
+    assert scheduler.wait_until_idle(timeout=0.1)
+    with pytest.raises(Stopped):
+        with scheduler.hold(Need.CPU):
+            pass
+
+
 # ---------------------------------------------------------------------------------------------
 # A class run killed with SIGKILL and started again
 
@@ -495,6 +522,21 @@ def write_class(root: Path, count: int) -> Path:
         (student / "demo.cu").write_bytes(good + f"// student {i}\n".encode())
         (student / "other.cu").write_bytes(b'#include "other.h"\nint other() { return 3; }\n')
     return root
+
+
+def processes_naming(folder: Path) -> list[str]:
+    """The command lines of the processes (but this one) whose command line names `folder`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(folder) in command:
+            found.append(command)
+    return found
 
 
 def grade_command(fake_kit, klass: Path, out: Path) -> list[str]:
@@ -560,6 +602,55 @@ def test_a_run_killed_at_any_point_resumes_without_losing_or_repeating_anyone(fa
     assert [row[0] for row in rows[1:]] == [f"s{i:02d}" for i in range(6)]
     assert all(row[-2:] == ["60", "60"] for row in rows[1:]), rows
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no half-written report left
+
+
+def test_ctrl_c_stops_a_run_at_once_kills_its_tests_and_keeps_only_finished_reports(fake_kit, tmp_path):
+    """Ctrl-C (SIGINT to the grader's process group, as a terminal sends it) must not wait for
+    the submissions in flight: their tests are killed, their reports are not written (they
+    would hold killed tests), and the same command resumes the class."""
+    spec_path = fake_kit.root / "fake_kit.json"
+    spec_path.write_text(spec_path.read_text().replace('"behaviour": "pass"', '"behaviour": "sleep:0.8"'))
+    klass = write_class(tmp_path / "class", 6)
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(GRADER_ROOT))
+    first = subprocess.Popen(
+        grade_command(fake_kit, klass, out),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not list(out.glob("*/score.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(out.glob("*/score.json")), "no submission finished within 60 s"
+    os.killpg(first.pid, signal.SIGINT)
+    interrupted = time.monotonic()
+    output, _ = first.communicate(timeout=30)
+    stopped_after = time.monotonic() - interrupted
+    assert first.returncode == 130, output
+    # Two submissions in flight, each with seven tests of 0.8 s on two slots: letting them
+    # finish would take seconds more.
+    assert stopped_after < 2.0, (stopped_after, output)
+    finished = sorted(path.parent.name for path in out.glob("*/score.json"))
+    assert 0 < len(finished) < 6
+    assert f"{len(finished)} of 6 submissions graded and kept in {out}" in output, output
+    # Every process the run started names this test's folder (the confined ones too, seen here
+    # from outside their PID namespace); an exiting one may linger for a moment.
+    deadline = time.monotonic() + 1.0
+    while processes_naming(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not processes_naming(tmp_path), "a process of the run outlived the interrupted grader"
+    assert not (out / "gradebook.csv").exists()  # the class files wait for the whole class
+    second = subprocess.run(
+        grade_command(fake_kit, klass, out), env=env, capture_output=True, text=True, timeout=120
+    )
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert f"({len(finished)} already graded: kept)" in second.stdout
+    rows = list(csv.reader((out / "gradebook.csv").open()))
+    assert [row[0] for row in rows[1:]] == [f"s{i:02d}" for i in range(6)]
+    assert all(row[-2:] == ["60", "60"] for row in rows[1:]), rows
 
 
 def test_without_a_gpu_only_the_first_gpu_test_starts_a_process_to_find_that_out(tmp_path):

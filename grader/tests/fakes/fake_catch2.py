@@ -12,7 +12,8 @@ profile:<file> (as window, but asks for the profiler turn, 'P'; its middle span 
 "<name> (profiler)" line),
 window-then-die (asks for a window, and exits once it has it, without giving it back),
 oom-once:<file> (fails with CUDA's out-of-memory error unless the file exists, which it then
-creates, and appends "<KIT_GPU_GATE or -> <name>" to it on every run, then passes).
+creates, and appends "<KIT_GPU_GATE or -> <name>" to it on every run, then passes),
+sleep:<seconds> (sleeps, then passes).
 """
 
 import json
@@ -128,6 +129,10 @@ def run(name, out):
         with open(arg, "a") as handle:
             gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "-")
             handle.write(f"{start} {time.time()} {gpu} {name}\n")
+        write(document(name, "", True))
+        return 0
+    if kind == "sleep":
+        time.sleep(float(arg))
         write(document(name, "", True))
         return 0
     if kind in ("window", "window-then-die", "profile"):
