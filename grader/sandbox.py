@@ -17,15 +17,16 @@ why, and the engine refuses to grade unless told to run unconfined (docs/archite
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 import shutil
 import subprocess
-import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-INIT = Path(__file__).resolve().parent / "sandbox_init.py"
+INIT_SOURCE = Path(__file__).resolve().parent / "sandbox_init.c"
 
 
 @dataclass(frozen=True)
@@ -33,9 +34,9 @@ class Sandbox:
     """How a grading run confines the processes that run student code; `hidden` are the
     folders no such process may see (solutions/, the kit's build, the output, the work root)."""
 
+    init: Path  # the compiled grader/sandbox_init.c (build_init)
     hidden: tuple[Path, ...] = ()
     unshare: str = "unshare"
-    python: str = sys.executable
     user_namespace: bool = False  # not root: map the user to root in a new user namespace
 
     def wrap(self, command: list[str], writable: Path, readable: tuple[Path, ...] = ()) -> list[str]:
@@ -45,10 +46,7 @@ class Sandbox:
         pairs = [part for path, mode in visible for part in (str(path.resolve()), mode)]
         return [
             *self._unshare(),
-            self.python,
-            "-I",  # isolated: no environment variables, no user site
-            "-S",  # no site module: the init script needs only the standard library's core
-            str(INIT),
+            str(self.init),
             str(len(visible)),
             *pairs,
             *(str(path) for path in self.hidden),
@@ -75,7 +73,12 @@ def detect(hidden: tuple[Path, ...] = ()) -> SandboxCheck:
     unshare = shutil.which("unshare")
     if unshare is None:
         return SandboxCheck(None, "util-linux unshare is not installed")
-    sandbox = Sandbox(tuple(path.resolve() for path in hidden), unshare, user_namespace=os.geteuid() != 0)
+    init, problem = build_init()
+    if init is None:
+        return SandboxCheck(None, problem)
+    sandbox = Sandbox(
+        init, tuple(path.resolve() for path in hidden), unshare, user_namespace=os.geteuid() != 0
+    )
     probe = Path(__file__).resolve().parent
     command = sandbox.wrap(["/bin/sh", "-c", "test ! -w / && test -d " + shlex.quote(str(probe))], probe)
     try:
@@ -86,3 +89,36 @@ def detect(hidden: tuple[Path, ...] = ()) -> SandboxCheck:
         why = (done.stderr or done.stdout).strip().splitlines()
         return SandboxCheck(None, f"unshare failed ({why[-1] if why else f'exit code {done.returncode}'})")
     return SandboxCheck(sandbox)
+
+
+def build_init() -> tuple[Path | None, str]:
+    """grader/sandbox_init.c compiled (or None, and why), once per version of the source: kept
+    beside it in __pycache__ under its hash, or, where the grader's folder is read-only, in a
+    private folder of this run. Compiled to a temporary name and renamed, so two graders
+    starting at once never run a half-written file."""
+    source = INIT_SOURCE.read_bytes()
+    name = f"kit_sandbox_init-{hashlib.sha256(source).hexdigest()[:16]}"
+    cached = INIT_SOURCE.parent / "__pycache__" / name
+    if cached.is_file() and os.access(cached, os.X_OK):
+        return cached, ""
+    compiler = next((found for cc in ("cc", "gcc", "clang") if (found := shutil.which(cc))), None)
+    if compiler is None:
+        return None, "no C compiler (cc, gcc or clang) to build grader/sandbox_init.c"
+    try:
+        cached.parent.mkdir(exist_ok=True)
+        folder = cached.parent if os.access(cached.parent, os.W_OK) else None
+    except OSError:
+        folder = None
+    folder = folder or Path(tempfile.mkdtemp(prefix="kit-sandbox-"))
+    partial = folder / f".{name}.{os.getpid()}"
+    command = [compiler, "-O2", "-std=c11", "-o", str(partial), str(INIT_SOURCE)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return None, f"could not compile grader/sandbox_init.c: {error}"
+    if done.returncode != 0:
+        said = (done.stderr or done.stdout).strip().splitlines()
+        return None, f"could not compile grader/sandbox_init.c ({said[-1] if said else done.returncode})"
+    target = folder / name
+    os.replace(partial, target)
+    return target, ""

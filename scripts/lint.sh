@@ -37,7 +37,7 @@ if [[ ! -f .clang-format ]]; then
   skip "no .clang-format yet, C++ style not checked"
 elif ! command -v clang-format >/dev/null; then
   skip "clang-format not installed, skipped (install with: apt-get install clang-format)"
-elif ! sources=$(git ls-files '*.cu' '*.cpp' '*.hpp' '*.h' 2>/dev/null) || [[ -z $sources ]]; then
+elif ! sources=$(git ls-files '*.cu' '*.cpp' '*.hpp' '*.h' '*.c' 2>/dev/null) || [[ -z $sources ]]; then
   skip "not a git checkout, so no list of the C++ files: C++ style not checked"
 else
   mapfile -t cxx_files <<<"$sources"

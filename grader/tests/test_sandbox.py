@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from grader import pipeline
+from grader import sandbox as sandbox_module
 from grader.errors import GraderError
 from grader.run import RunConfig, run_test
-from grader.sandbox import Sandbox, SandboxCheck, detect
+from grader.sandbox import Sandbox, SandboxCheck, build_init, detect
 
 from .conftest import write_fake_catch2
 
@@ -133,3 +134,33 @@ def test_a_confined_process_has_no_privilege_left_to_undo_its_confinement(sandbo
     # /dev holds only the nodes a CUDA test uses: no disk, no memory, no log socket.
     assert not {"sda", "vda", "mem", "kmsg", "log", "loop0"} & set(lines)
     assert "null" in lines and "urandom" in lines
+
+
+def test_the_init_is_compiled_once_per_version_of_its_source(tmp_path, monkeypatch):
+    source = tmp_path / "grader" / "sandbox_init.c"
+    source.parent.mkdir()
+    source.write_bytes(sandbox_module.INIT_SOURCE.read_bytes())
+    monkeypatch.setattr(sandbox_module, "INIT_SOURCE", source)
+    first, problem = build_init()
+    assert first is not None, problem
+    assert first.parent == source.parent / "__pycache__" and first.stat().st_mode & 0o111
+    assert build_init()[0] == first  # kept: not compiled again
+    source.write_bytes(source.read_bytes() + b"\n/* another version */\n")
+    second, _ = build_init()
+    assert second is not None and second != first  # a changed source is compiled again
+    assert sorted(path.name.startswith(".") for path in first.parent.iterdir()) == [False, False]
+
+
+def test_an_init_that_does_not_compile_leaves_no_sandbox_and_says_why(tmp_path, monkeypatch):
+    source = tmp_path / "sandbox_init.c"
+    source.write_text("int main(void) { return syntax error; }\n")
+    monkeypatch.setattr(sandbox_module, "INIT_SOURCE", source)
+    check = detect()
+    assert check.sandbox is None
+    assert check.reason.startswith("could not compile grader/sandbox_init.c (")
+
+
+def test_a_setup_failure_inside_the_sandbox_is_exit_code_125_with_the_reason(sandbox, tmp_path):
+    done = subprocess.run(sandbox.wrap([str(tmp_path / "missing")], tmp_path), capture_output=True, text=True)
+    assert done.returncode == 125
+    assert "kit sandbox: could not set up the test's file system: executing" in done.stderr
