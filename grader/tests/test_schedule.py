@@ -569,47 +569,11 @@ def grade_command(fake_kit, klass: Path, out: Path) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("kill_after", [0.5, 2.5, 4.5])
-def test_a_run_killed_at_any_point_resumes_without_losing_or_repeating_anyone(fake_kit, tmp_path, kill_after):
+def start_class_run(fake_kit, tmp_path: Path, behaviour: str) -> tuple[Path, Path, dict, subprocess.Popen]:
+    """A class of six graded in a process of its own (its own session, as a terminal's
+    foreground job), every passing test of the fake kit given `behaviour`."""
     spec_path = fake_kit.root / "fake_kit.json"
-    spec = spec_path.read_text().replace(
-        '"behaviour": "pass"', f'"behaviour": "record:{tmp_path / "spans.txt"}"'
-    )
-    spec_path.write_text(spec)
-    klass = write_class(tmp_path / "class", 6)
-    out = tmp_path / "out"
-    env = dict(os.environ, PYTHONPATH=str(GRADER_ROOT))
-    first = subprocess.Popen(
-        grade_command(fake_kit, klass, out),
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    time.sleep(kill_after)
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait()
-    done_before = (
-        sorted(p.name for p in out.iterdir() if (p / "score.json").is_file()) if out.exists() else []
-    )
-    second = subprocess.run(
-        grade_command(fake_kit, klass, out), env=env, capture_output=True, text=True, timeout=120
-    )
-    assert second.returncode == 0, second.stdout + second.stderr
-    if done_before:
-        assert f"({len(done_before)} already graded: kept)" in second.stdout
-    rows = list(csv.reader((out / "gradebook.csv").open()))
-    assert [row[0] for row in rows[1:]] == [f"s{i:02d}" for i in range(6)]
-    assert all(row[-2:] == ["60", "60"] for row in rows[1:]), rows
-    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no half-written report left
-
-
-def test_ctrl_c_stops_a_run_at_once_kills_its_tests_and_keeps_only_finished_reports(fake_kit, tmp_path):
-    """Ctrl-C (SIGINT to the grader's process group, as a terminal sends it) must not wait for
-    the submissions in flight: their tests are killed, their reports are not written (they
-    would hold killed tests), and the same command resumes the class."""
-    spec_path = fake_kit.root / "fake_kit.json"
-    spec_path.write_text(spec_path.read_text().replace('"behaviour": "pass"', '"behaviour": "sleep:0.8"'))
+    spec_path.write_text(spec_path.read_text().replace('"behaviour": "pass"', f'"behaviour": "{behaviour}"'))
     klass = write_class(tmp_path / "class", 6)
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(GRADER_ROOT))
@@ -621,6 +585,38 @@ def test_ctrl_c_stops_a_run_at_once_kills_its_tests_and_keeps_only_finished_repo
         text=True,
         start_new_session=True,
     )
+    return klass, out, env, first
+
+
+def resume_and_check(fake_kit, klass: Path, out: Path, env: dict, kept: int) -> None:
+    """The same command again: the `kept` reports are kept, the rest graded, the class whole."""
+    second = subprocess.run(
+        grade_command(fake_kit, klass, out), env=env, capture_output=True, text=True, timeout=120
+    )
+    assert second.returncode == 0, second.stdout + second.stderr
+    if kept:
+        assert f"({kept} already graded: kept)" in second.stdout
+    rows = list(csv.reader((out / "gradebook.csv").open()))
+    assert [row[0] for row in rows[1:]] == [f"s{i:02d}" for i in range(6)]
+    assert all(row[-2:] == ["60", "60"] for row in rows[1:]), rows
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no half-written report left
+
+
+@pytest.mark.parametrize("kill_after", [0.5, 2.5, 4.5])
+def test_a_run_killed_at_any_point_resumes_without_losing_or_repeating_anyone(fake_kit, tmp_path, kill_after):
+    klass, out, env, first = start_class_run(fake_kit, tmp_path, f"record:{tmp_path / 'spans.txt'}")
+    time.sleep(kill_after)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.communicate()
+    done_before = list(out.glob("*/score.json")) if out.exists() else []
+    resume_and_check(fake_kit, klass, out, env, len(done_before))
+
+
+def test_ctrl_c_stops_a_run_at_once_kills_its_tests_and_keeps_only_finished_reports(fake_kit, tmp_path):
+    """Ctrl-C (SIGINT to the grader's process group, as a terminal sends it) must not wait for
+    the submissions in flight: their tests are killed, their reports are not written (they
+    would hold killed tests), and the same command resumes the class."""
+    klass, out, env, first = start_class_run(fake_kit, tmp_path, "sleep:0.8")
     deadline = time.monotonic() + 60
     while not list(out.glob("*/score.json")) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -643,14 +639,7 @@ def test_ctrl_c_stops_a_run_at_once_kills_its_tests_and_keeps_only_finished_repo
         time.sleep(0.05)
     assert not processes_naming(tmp_path), "a process of the run outlived the interrupted grader"
     assert not (out / "gradebook.csv").exists()  # the class files wait for the whole class
-    second = subprocess.run(
-        grade_command(fake_kit, klass, out), env=env, capture_output=True, text=True, timeout=120
-    )
-    assert second.returncode == 0, second.stdout + second.stderr
-    assert f"({len(finished)} already graded: kept)" in second.stdout
-    rows = list(csv.reader((out / "gradebook.csv").open()))
-    assert [row[0] for row in rows[1:]] == [f"s{i:02d}" for i in range(6)]
-    assert all(row[-2:] == ["60", "60"] for row in rows[1:]), rows
+    resume_and_check(fake_kit, klass, out, env, len(finished))
 
 
 def test_without_a_gpu_only_the_first_gpu_test_starts_a_process_to_find_that_out(tmp_path):
