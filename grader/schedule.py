@@ -44,7 +44,7 @@ from enum import Enum
 
 
 class Stopped(Exception):
-    """The run was stopped (Ctrl-C, grader/pipeline.py's Engine.stop): no new process starts.
+    """The run was stopped (Ctrl-C, grader/pipeline.py's stop_run): no new process starts.
     Not a GraderError: nothing graded after it is reported."""
 
 
@@ -168,7 +168,7 @@ class Scheduler:
 
     def stop(self) -> None:
         """No lease is granted from now on: every wait for one, and every later ask, raises
-        Stopped. Leases already held run on until released (Engine.stop kills their processes)."""
+        Stopped. Leases already held run on until released (stop_run kills their processes)."""
         with self._changed:
             self.stopped = True
             self._changed.notify_all()
