@@ -6,12 +6,16 @@ group is killed, because a hung kernel or a forked child would otherwise outlive
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
 import os
 import resource
 import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +28,7 @@ from .cgroups import join as join_cgroup
 
 MAX_FILE_WRITE_BYTES = 256 << 20  # a runaway writer gets SIGXFSZ instead of filling the disk
 MAX_OPEN_FILES = 4096  # a CUDA process opens a few dozen; a descriptor leak stops here
+LAUNCH_SOURCE = Path(__file__).resolve().parent / "launch.c"
 
 
 @dataclass(frozen=True)
@@ -49,18 +54,24 @@ def run_limited(
     here once it has them, so that only the child holds them. `not_counted`, when given, says
     how many seconds of the run so far the limit must not count (time the process spent waiting
     for the grader); the caller caps it. `cgroup`: the `cgroup.procs` files of the cgroup the
-    child joins before it executes the command (grader/cgroups.py)."""
+    child joins before it executes the command (grader/cgroups.py).
+
+    The limits and the cgroup are applied by the compiled launcher (grader/launch.c), which
+    then executes the command, so that Python starts the process with vfork; only where the
+    launcher cannot be compiled does a preexec_fn do it, at the cost of a fork of the grader."""
     start = time.monotonic()
+    limits = _limits(timeout)
+    launch = launcher()
     try:
         process = subprocess.Popen(
-            command,
+            launch_command(launch, limits, cgroup, command) if launch else command,
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so killpg reaches every child
-            preexec_fn=partial(_limit_resources, timeout, cgroup),
+            preexec_fn=None if launch else partial(_limit_resources, limits, cgroup),
             pass_fds=pass_fds,
         )
     finally:
@@ -137,32 +148,98 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-def _limit_resources(timeout: float, cgroup: tuple[Path, ...]) -> None:
-    """In the child, before it executes the command."""
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash should not leave a core file
-    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_WRITE_BYTES, MAX_FILE_WRITE_BYTES))
+def _limits(timeout: float) -> list[tuple[str, int, int, int]]:
+    """The limits of a process run_limited starts: (name, resource, soft, hard) for each."""
+    limits = [
+        ("core", resource.RLIMIT_CORE, 0, 0),  # a crash should not leave a core file
+        ("fsize", resource.RLIMIT_FSIZE, *_lowered(resource.RLIMIT_FSIZE, MAX_FILE_WRITE_BYTES)),
+    ]
     # CPU time, per process: twice the wall-clock limit, which an honest single-threaded process
     # cannot reach (the wall limit ends it first); a process spinning many threads is stopped by
     # SIGXCPU, and SIGKILL a few seconds later.
     # A limit of a day or more (--timeout inf included) leaves CPU time unbounded.
     if math.isfinite(timeout) and timeout < 43200:
         cpu = int(2 * timeout) + 10
-        _lower_limit(resource.RLIMIT_CPU, cpu + 5, soft=cpu)
-    _lower_limit(resource.RLIMIT_NOFILE, MAX_OPEN_FILES)
-    if cgroup:
-        join_cgroup(cgroup)
+        limits.append(("cpu", resource.RLIMIT_CPU, *_lowered(resource.RLIMIT_CPU, cpu + 5, soft=cpu)))
+    limits.append(("nofile", resource.RLIMIT_NOFILE, *_lowered(resource.RLIMIT_NOFILE, MAX_OPEN_FILES)))
+    return limits
 
 
-def _lower_limit(which: int, most: int, soft: int | None = None) -> None:
-    """Lowers a limit to at most `most` (its soft limit to `soft`, when given), never raising
-    one the grader itself runs under: raising a hard limit needs a privilege, and a failure here
-    would fail the process's start."""
+def _lowered(which: int, most: int, soft: int | None = None) -> tuple[int, int]:
+    """A limit lowered to at most `most` (its soft limit to `soft`, when given), never raising
+    one the grader itself runs under (and so its children): raising a hard limit needs a
+    privilege, and a failure would fail the process's start."""
     current_soft, hard = resource.getrlimit(which)
     cap = most if hard == resource.RLIM_INFINITY else min(most, hard)
     wanted = cap if soft is None else min(soft, cap)
     if current_soft != resource.RLIM_INFINITY:
         wanted = min(wanted, current_soft)
-    resource.setrlimit(which, (wanted, cap))
+    return wanted, cap
+
+
+def _limit_resources(limits: list[tuple[str, int, int, int]], cgroup: tuple[Path, ...]) -> None:
+    """In the child, before it executes the command: what the launcher does, where there is none."""
+    for _, which, soft, hard in limits:
+        resource.setrlimit(which, (soft, hard))
+    if cgroup:
+        join_cgroup(cgroup)
+
+
+def launch_command(
+    launch: Path, limits: list[tuple[str, int, int, int]], cgroup: tuple[Path, ...], command: list[str]
+) -> list[str]:
+    """`command` started by the launcher under `limits`, in `cgroup` (grader/launch.c)."""
+
+    def value(limit: int) -> str:
+        return "inf" if limit == resource.RLIM_INFINITY else str(limit)
+
+    return [
+        str(launch),
+        *(f"{name}={value(soft)}:{value(hard)}" for name, _, soft, hard in limits),
+        *(f"cgroup={procs}" for procs in cgroup),
+        "--",
+        *command,
+    ]
+
+
+@functools.cache
+def launcher() -> Path | None:
+    """grader/launch.c compiled, or None where it cannot be (no C compiler): once per process."""
+    return compile_helper(LAUNCH_SOURCE)[0]
+
+
+def compile_helper(source: Path) -> tuple[Path | None, str]:
+    """A C helper of the grader (grader/*.c) compiled, or None and why, once per version of the
+    source: kept beside it in __pycache__ under its hash, or, where the grader's folder is
+    read-only, in a private folder of this run. Compiled to a temporary name and renamed, so
+    two graders starting at once never run a half-written file."""
+    data = source.read_bytes()
+    name = f"kit_{source.stem}-{hashlib.sha256(data).hexdigest()[:16]}"
+    cached = source.parent / "__pycache__" / name
+    if cached.is_file() and os.access(cached, os.X_OK):
+        return cached, ""
+    shown = f"grader/{source.name}"
+    compiler = next((found for cc in ("cc", "gcc", "clang") if (found := shutil.which(cc))), None)
+    if compiler is None:
+        return None, f"no C compiler (cc, gcc or clang) to build {shown}"
+    try:
+        cached.parent.mkdir(exist_ok=True)
+        folder = cached.parent if os.access(cached.parent, os.W_OK) else None
+    except OSError:
+        folder = None
+    folder = folder or Path(tempfile.mkdtemp(prefix="kit-helper-"))
+    partial_file = folder / f".{name}.{os.getpid()}"
+    command = [compiler, "-O2", "-std=c11", "-o", str(partial_file), str(source)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return None, f"could not compile {shown}: {error}"
+    if done.returncode != 0:
+        said = (done.stderr or done.stdout).strip().splitlines()
+        return None, f"could not compile {shown} ({said[-1] if said else done.returncode})"
+    target = folder / name
+    os.replace(partial_file, target)
+    return target, ""
 
 
 def kill_started_groups() -> int:

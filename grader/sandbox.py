@@ -17,14 +17,14 @@ why, and the engine refuses to grade unless told to run unconfined (docs/archite
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from .proc import compile_helper
 
 INIT_SOURCE = Path(__file__).resolve().parent / "sandbox_init.c"
 
@@ -92,33 +92,6 @@ def detect(hidden: tuple[Path, ...] = ()) -> SandboxCheck:
 
 
 def build_init() -> tuple[Path | None, str]:
-    """grader/sandbox_init.c compiled (or None, and why), once per version of the source: kept
-    beside it in __pycache__ under its hash, or, where the grader's folder is read-only, in a
-    private folder of this run. Compiled to a temporary name and renamed, so two graders
-    starting at once never run a half-written file."""
-    source = INIT_SOURCE.read_bytes()
-    name = f"kit_sandbox_init-{hashlib.sha256(source).hexdigest()[:16]}"
-    cached = INIT_SOURCE.parent / "__pycache__" / name
-    if cached.is_file() and os.access(cached, os.X_OK):
-        return cached, ""
-    compiler = next((found for cc in ("cc", "gcc", "clang") if (found := shutil.which(cc))), None)
-    if compiler is None:
-        return None, "no C compiler (cc, gcc or clang) to build grader/sandbox_init.c"
-    try:
-        cached.parent.mkdir(exist_ok=True)
-        folder = cached.parent if os.access(cached.parent, os.W_OK) else None
-    except OSError:
-        folder = None
-    folder = folder or Path(tempfile.mkdtemp(prefix="kit-sandbox-"))
-    partial = folder / f".{name}.{os.getpid()}"
-    command = [compiler, "-O2", "-std=c11", "-o", str(partial), str(INIT_SOURCE)]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return None, f"could not compile grader/sandbox_init.c: {error}"
-    if done.returncode != 0:
-        said = (done.stderr or done.stdout).strip().splitlines()
-        return None, f"could not compile grader/sandbox_init.c ({said[-1] if said else done.returncode})"
-    target = folder / name
-    os.replace(partial, target)
-    return target, ""
+    """grader/sandbox_init.c compiled (or None, and why), once per version of the source
+    (grader/proc.py's compile_helper)."""
+    return compile_helper(INIT_SOURCE)

@@ -1,0 +1,87 @@
+"""run_limited's start of a process (grader/proc.py): the compiled launcher (grader/launch.c)
+sets the limits and joins the cgroup, so that no process start forks the grader; where it
+cannot be compiled, a preexec_fn does the same."""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+
+import pytest
+
+import grader.proc as proc
+from grader.proc import compile_helper, launcher, run_limited
+
+LIMITS_SCRIPT = "ulimit -c; ulimit -t; ulimit -n; ulimit -f"  # core, CPU s, files, file 512-byte blocks
+
+
+@pytest.fixture
+def launch():
+    found = launcher()
+    if found is None:
+        pytest.skip(f"no launcher here: {compile_helper(proc.LAUNCH_SOURCE)[1]}")
+    return found
+
+
+def test_a_process_starts_through_the_launcher_without_a_preexec_fn(launch, tmp_path, monkeypatch):
+    started: list[tuple[list[str], dict]] = []
+    real_popen = subprocess.Popen
+
+    def recording_popen(args, **kwargs):
+        started.append((list(args), kwargs))
+        return real_popen(args, **kwargs)
+
+    monkeypatch.setattr(proc.subprocess, "Popen", recording_popen)
+    done = run_limited(["/bin/echo", "hello"], cwd=tmp_path, timeout=30, output_limit=1024)
+    assert done.returncode == 0 and done.output == "hello\n"
+    ((args, kwargs),) = started
+    assert args[0] == str(launch) and args[-3:] == ["--", "/bin/echo", "hello"]
+    assert kwargs["preexec_fn"] is None  # so Python starts it with vfork, not a fork of the grader
+
+
+def test_the_launcher_and_the_preexec_fallback_set_the_same_limits(launch, tmp_path, monkeypatch):
+    through_launcher = run_limited(
+        ["/bin/sh", "-c", LIMITS_SCRIPT], cwd=tmp_path, timeout=30, output_limit=1024
+    )
+    monkeypatch.setattr(proc, "launcher", lambda: None)
+    through_preexec = run_limited(
+        ["/bin/sh", "-c", LIMITS_SCRIPT], cwd=tmp_path, timeout=30, output_limit=1024
+    )
+    assert through_launcher.returncode == through_preexec.returncode == 0
+    assert through_launcher.output == through_preexec.output
+    core, cpu, files, blocks = through_launcher.output.split()
+    own_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    assert core == "0" and cpu == str(2 * 30 + 10)
+    assert int(files) == min(proc.MAX_OPEN_FILES, own_files)
+    assert int(blocks) * 512 == proc.MAX_FILE_WRITE_BYTES
+
+
+def test_a_command_that_cannot_be_executed_exits_127_and_says_which(launch, tmp_path):
+    done = run_limited([str(tmp_path / "missing")], cwd=tmp_path, timeout=30, output_limit=1024)
+    assert done.returncode == 127
+    assert f"kit launch: could not execute {tmp_path / 'missing'}: No such file or directory" in done.output
+
+
+@pytest.mark.parametrize(
+    "argument, said",
+    [
+        ("cpu=10", "kit launch: cpu=10 is not name=SOFT:HARD"),
+        ("cpu=ten:20", "kit launch: cpu=ten:20 is not name=SOFT:HARD"),
+        ("stack=1:1", "kit launch: unknown argument stack=1:1"),
+        ("nofile=10:5", "kit launch: could not set the limit nofile=10:5: Invalid argument"),
+    ],
+)
+def test_the_launcher_refuses_a_limit_it_cannot_set_with_exit_126(launch, argument, said):
+    done = subprocess.run(
+        [str(launch), argument, "--", "/bin/true"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 126
+    assert done.stderr.strip() == said
+
+
+def test_a_helper_that_does_not_compile_says_why(tmp_path):
+    source = tmp_path / "broken.c"
+    source.write_text("int main(void) { return syntax error; }\n")
+    helper, problem = compile_helper(source)
+    assert helper is None
+    assert problem.startswith("could not compile grader/broken.c (")
