@@ -1,5 +1,6 @@
 # The kit's front door. Every target first runs scripts/setup.sh, which installs what is
-# missing once and is silent afterwards.
+# missing once and is silent afterwards (make test and make lint: with --dev, which adds pytest
+# and the lint tools).
 #
 #   make grade [SUBMISSIONS="class/ alice.zip"] [LABS=02]   grade (default: the sample class)
 #   make test                                               lint, then build and run every test
@@ -20,20 +21,24 @@ OUT ?=
 CMAKE_ARGS ?=
 export PATH := $(PATH):/usr/local/cuda/bin
 
-# The interpreter setup chose (python3, or .venv/bin/python when python3 lacks pytest). A
-# recursive variable, so it is read after the setup prerequisite has run.
+# The interpreter setup chose (python3, or, after setup --dev, .venv/bin/python when python3
+# lacks pytest). A recursive variable, so it is read after the setup prerequisite has run.
 PY = $(shell cat $(BUILD)/.kit-python 2>/dev/null || echo python3)
 GENERATOR = $(if $(shell command -v ninja),-G Ninja,)
 labs_arg = $(if $(LABS),--labs $(LABS),)
 out_arg = $(if $(OUT),--out $(OUT),)
 
-.PHONY: help setup build lint test check grade grade-bench validate handout student-kit plots bench clean
+.PHONY: help setup setup-dev build lint test check grade grade-bench validate handout student-kit plots bench clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
 
 setup:
 	@KIT_BUILD_DIR=$(abspath $(BUILD)) scripts/setup.sh
+
+# What only make test and make lint need as well: pytest, ruff, mypy and clang-format.
+setup-dev:
+	@KIT_BUILD_DIR=$(abspath $(BUILD)) scripts/setup.sh --dev
 
 $(BUILD)/CMakeCache.txt: | setup
 	cmake -S . -B $(BUILD) $(GENERATOR) $(CMAKE_ARGS)
@@ -45,7 +50,7 @@ build: setup $(BUILD)/CMakeCache.txt
 # (clang-format, once there is a .clang-format); a tool that is not installed is skipped with a
 # note. make test lints first: it takes seconds, and a convention broken fails CI before the
 # minutes of building and testing rather than after them.
-lint: setup
+lint: setup-dev
 	@echo "== lint =="
 	@KIT_PYTHON=$(PY) scripts/lint.sh
 

@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
 # Checks the kit's prerequisites and installs what is missing, once: the CUDA compiler,
-# CMake >= 3.24, Catch2 >= 3.4 (from the system packages) and a Python >= 3.11 that can run
-# the grader's tests (a local .venv with pytest only when the system Python lacks it); then,
-# where the network allows, the tools of make lint (ruff and mypy into that Python,
-# clang-format from the system packages), which are optional: without them setup only says so.
-# A second run finds its stamp and does nothing. Every failure says what to do.
+# CMake >= 3.24, Catch2 >= 3.4 (from the system packages), a Python >= 3.11 for the grader and,
+# where the network allows, cuobjdump for lab 01's machine-code test. That is all that grading,
+# checking and building need.
+#
+#   scripts/setup.sh --dev   also what make test and make lint need: a Python that can run the
+#                            grader's tests (a local .venv with pytest only when the system Python
+#                            lacks it) and, where the network allows, the tools of make lint (ruff
+#                            and mypy into that Python, clang-format from the system packages),
+#                            which are optional: without them setup only says so.
+#
+# make grade on a fresh clone does not wait for the developers' tools (about 8 s of pip on the
+# 2-core machine). A second run finds its stamp and does nothing. Every failure says what to do.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${KIT_BUILD_DIR:-$root/build}
-stamp=$build/.kit-setup
+dev=0
+case ${1:-} in
+  --dev) dev=1 ;;
+  "") ;;
+  *) printf 'setup: error: unknown option %s (scripts/setup.sh [--dev])\n' "$1" >&2; exit 2 ;;
+esac
+stamp=$build/.kit-setup          # the prerequisites
+dev_stamp=$build/.kit-setup-dev  # and the developers' tools
 python_file=$build/.kit-python
 mkdir -p "$build"
 
 key=$(cat "$0" "$root/grader/requirements-dev.txt" 2>/dev/null | cksum | cut -d' ' -f1)
-if [[ -f $stamp && $(cat "$stamp") == "$key" && -f $python_file ]]; then
+stamped() { [[ -f $1 && $(cat "$1") == "$key" && -f $python_file ]]; }
+if stamped "$dev_stamp" || { [[ $dev == 0 ]] && stamped "$stamp"; }; then
   exit 0
 fi
 
@@ -87,13 +102,13 @@ if [[ -z $catch2_version ]] || ! version_at_least "$catch2_version" 3.4; then
 fi
 say "Catch2 $catch2_version"
 
-# 4. Python for the grader (standard library only) and its tests (pytest).
+# 4. Python for the grader (standard library only) and, with --dev, its tests (pytest).
 lint_pattern='^(ruff|mypy)=='  # the lines of grader/requirements-dev.txt for make lint: step 5
 python=python3
 command -v python3 >/dev/null || fail "python3 not found: install Python 3.11 or newer."
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
   || fail "$(python3 --version) is too old: the grader needs Python 3.11 or newer (for tomllib)."
-if ! python3 -c 'import pytest' 2>/dev/null; then
+if [[ $dev == 1 ]] && ! python3 -c 'import pytest' 2>/dev/null; then
   venv=$root/.venv
   if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import pytest' 2>/dev/null; then
     say "pytest is not importable; installing the grader's test packages into $venv"
@@ -107,30 +122,33 @@ fi
 command -v "$python" >/dev/null || [[ -x $python ]] || fail "no usable Python found"
 say "Python: $python"
 
-# 5. make lint's tools, optional: ruff and mypy at grader/requirements-dev.txt's pins, in the
-# Python that runs pytest (the .venv above too), and clang-format from the system packages. An
-# offline machine (the GPU image) goes on without them; make lint says what it skipped.
-lint_pins=$(grep -E "$lint_pattern" "$root/grader/requirements-dev.txt" | paste -sd ' ' -)
-has_pins='import sys
+# 5. With --dev, make lint's tools, optional: ruff and mypy at grader/requirements-dev.txt's
+# pins, in the Python that runs pytest (the .venv above too), and clang-format from the system
+# packages. An offline machine (the GPU image) goes on without them; make lint says what it
+# skipped.
+if [[ $dev == 1 ]]; then
+  lint_pins=$(grep -E "$lint_pattern" "$root/grader/requirements-dev.txt" | paste -sd ' ' -)
+  has_pins='import sys
 from importlib.metadata import version
 sys.exit(any(version(name) != want for name, want in (pin.split("==") for pin in sys.argv[1:])))'
-# shellcheck disable=SC2086 # $lint_pins: one word per pin
-if ! "$python" -c "$has_pins" $lint_pins 2>/dev/null; then
-  if "$python" -m pip install -q --disable-pip-version-check --retries 1 --timeout 20 $lint_pins \
-    >"$build/setup-pip.log" 2>&1; then
-    say "installed $lint_pins for make lint"
-  else
-    say "note: could not install $lint_pins for make lint (offline, or a Python pip may not change; $build/setup-pip.log): make lint skips them"
+  # shellcheck disable=SC2086 # $lint_pins: one word per pin
+  if ! "$python" -c "$has_pins" $lint_pins 2>/dev/null; then
+    if "$python" -m pip install -q --disable-pip-version-check --retries 1 --timeout 20 $lint_pins \
+      >"$build/setup-pip.log" 2>&1; then
+      say "installed $lint_pins for make lint"
+    else
+      say "note: could not install $lint_pins for make lint (offline, or a Python pip may not change; $build/setup-pip.log): make lint skips them"
+    fi
   fi
-fi
-if ! command -v clang-format >/dev/null; then
-  apt_log=$build/setup-apt.log
-  apt_quick=(-o Acquire::Retries=0 -o Acquire::http::Timeout=20)
-  if command -v apt-get >/dev/null && as_root apt-get "${apt_quick[@]}" update -qq >"$apt_log" 2>&1 \
-    && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-format >>"$apt_log" 2>&1; then
-    say "installed clang-format for make lint"
-  else
-    say "note: could not install clang-format for make lint (no apt, no root, or offline; $apt_log): make lint skips the C++ style"
+  if ! command -v clang-format >/dev/null; then
+    apt_log=$build/setup-apt.log
+    apt_quick=(-o Acquire::Retries=0 -o Acquire::http::Timeout=20)
+    if command -v apt-get >/dev/null && as_root apt-get "${apt_quick[@]}" update -qq >"$apt_log" 2>&1 \
+      && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-format >>"$apt_log" 2>&1; then
+      say "installed clang-format for make lint"
+    else
+      say "note: could not install clang-format for make lint (no apt, no root, or offline; $apt_log): make lint skips the C++ style"
+    fi
   fi
 fi
 
@@ -156,4 +174,9 @@ fi
 
 printf '%s\n' "$python" >"$python_file"
 printf '%s\n' "$key" >"$stamp"
-say "done; later runs skip these checks (delete $stamp to run them again)"
+if [[ $dev == 1 ]]; then
+  printf '%s\n' "$key" >"$dev_stamp"
+  say "done; later runs skip these checks (delete $dev_stamp to run them again)"
+else
+  say "done; later runs skip these checks (delete $stamp to run them again; make test and make lint add the developers' tools)"
+fi
