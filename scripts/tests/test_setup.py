@@ -15,7 +15,9 @@ SETUP = KIT / "scripts" / "setup.sh"
 
 def run_setup(build: Path, path: str, *options: str) -> subprocess.CompletedProcess[str]:
     env = {"PATH": path, "HOME": str(build), "KIT_BUILD_DIR": str(build)}
-    return subprocess.run(["bash", str(SETUP), *options], env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        ["bash", str(SETUP), *options], env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def fake_tool(folder: Path, name: str, script: str) -> None:
@@ -51,37 +53,36 @@ needs_cuda = pytest.mark.skipif(
     shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
     reason="needs the CUDA toolkit",
 )
+WITH_CUDA = os.environ.get("PATH", "/usr/bin:/bin") + ":/usr/local/cuda/bin"  # PATH for those tests
 
 
 @needs_cuda
 def test_setup_succeeds_once_and_then_does_nothing(tmp_path: Path) -> None:
-    path = os.environ.get("PATH", "/usr/bin:/bin") + ":/usr/local/cuda/bin"
     build = tmp_path / "build"
-    first = run_setup(build, path)
+    first = run_setup(build, WITH_CUDA)
     assert first.returncode == 0, first.stderr
     python = (build / ".kit-python").read_text().strip()
     assert python
-    second = run_setup(build, path)
+    second = run_setup(build, WITH_CUDA)
     assert second.returncode == 0
     assert second.stdout == "" and second.stderr == ""
 
 
 @needs_cuda
 def test_setup_for_grading_leaves_the_developers_tools_to_setup_dev(tmp_path: Path) -> None:
-    path = os.environ.get("PATH", "/usr/bin:/bin") + ":/usr/local/cuda/bin"
     build = tmp_path / "build"
-    grading = run_setup(build, path)
+    grading = run_setup(build, WITH_CUDA)
     assert grading.returncode == 0, grading.stderr
     said = grading.stdout.replace(str(tmp_path), "<tmp>")  # pytest's folder names say "pytest"
     for tool in ("pytest", "ruff", "mypy", "clang-format", "for make lint"):
         assert tool not in said  # neither installed nor checked for
     assert (build / ".kit-setup").is_file() and not (build / ".kit-setup-dev").exists()
-    dev = run_setup(build, path, "--dev")  # the base stamp is not enough for make test
+    dev = run_setup(build, WITH_CUDA, "--dev")  # the base stamp is not enough for make test
     assert dev.returncode == 0, dev.stderr
     assert "later runs skip" in dev.stdout and (build / ".kit-setup-dev").is_file()
     python = (build / ".kit-python").read_text().strip()
     assert subprocess.run([python, "-c", "import pytest"], check=False).returncode == 0
-    again = run_setup(build, path)  # what --dev did covers the prerequisites too
+    again = run_setup(build, WITH_CUDA)  # what --dev did covers the prerequisites too
     assert again.returncode == 0 and again.stdout == "" and again.stderr == ""
 
 
