@@ -30,6 +30,8 @@ MAX_FILE_WRITE_BYTES = 256 << 20  # a runaway writer gets SIGXFSZ instead of fil
 MAX_OPEN_FILES = 4096  # a CUDA process opens a few dozen; a descriptor leak stops here
 LAUNCH_SOURCE = Path(__file__).resolve().parent / "launch.c"
 
+Limit = tuple[str, int, int, int]  # (the launcher's name for it, the resource, soft, hard)
+
 
 @dataclass(frozen=True)
 class ProcessResult:
@@ -148,9 +150,9 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-def _limits(timeout: float) -> list[tuple[str, int, int, int]]:
-    """The limits of a process run_limited starts: (name, resource, soft, hard) for each."""
-    limits = [
+def _limits(timeout: float) -> list[Limit]:
+    """The limits of a process run_limited starts."""
+    limits: list[Limit] = [
         ("core", resource.RLIMIT_CORE, 0, 0),  # a crash should not leave a core file
         ("fsize", resource.RLIMIT_FSIZE, *_lowered(resource.RLIMIT_FSIZE, MAX_FILE_WRITE_BYTES)),
     ]
@@ -177,7 +179,7 @@ def _lowered(which: int, most: int, soft: int | None = None) -> tuple[int, int]:
     return wanted, cap
 
 
-def _limit_resources(limits: list[tuple[str, int, int, int]], cgroup: tuple[Path, ...]) -> None:
+def _limit_resources(limits: list[Limit], cgroup: tuple[Path, ...]) -> None:
     """In the child, before it executes the command: what the launcher does, where there is none."""
     for _, which, soft, hard in limits:
         resource.setrlimit(which, (soft, hard))
@@ -186,7 +188,7 @@ def _limit_resources(limits: list[tuple[str, int, int, int]], cgroup: tuple[Path
 
 
 def launch_command(
-    launch: Path, limits: list[tuple[str, int, int, int]], cgroup: tuple[Path, ...], command: list[str]
+    launch: Path, limits: list[Limit], cgroup: tuple[Path, ...], command: list[str]
 ) -> list[str]:
     """`command` started by the launcher under `limits`, in `cgroup` (grader/launch.c)."""
 
