@@ -50,6 +50,17 @@ function(kit_lab_student_files rubric sources answers)
   set(${answers} "${sheet}" PARENT_SCOPE)
 endfunction()
 
+# The judge's side of a split lab's calls (tests/calls_judge.cpp), for one role (student or
+# reference), naming the worker executable that serves it; the tests depend on that worker.
+function(kit_add_lab_calls target role worker)
+  add_library(${target} OBJECT "${calls_source}")
+  target_include_directories(${target} PRIVATE "${lab_dir}")
+  target_link_libraries(${target} PUBLIC kit_judge)
+  target_compile_definitions(${target} PRIVATE KIT_CALLS_ROLE=${role}
+                             "KIT_CALLS_WORKER=\"$<TARGET_FILE:${worker}>\"")
+  add_dependencies(${target} ${worker})
+endfunction()
+
 function(kit_add_lab)
   cmake_parse_arguments(LAB "KERNEL_ADDRESSES" "PROBE" "LIBRARIES" ${ARGN})
   if(LAB_UNPARSED_ARGUMENTS)
@@ -91,8 +102,27 @@ function(kit_add_lab)
   target_link_libraries(${name}_kernels PUBLIC kit_common ${LAB_LIBRARIES})
 
   file(GLOB test_sources CONFIGURE_DEPENDS "${lab_dir}/tests/*.cpp" "${lab_dir}/tests/*.cu")
+  # A lab whose tests reach its code through a worker (tests/worker/serve.cpp; kit/remote.hpp)
+  # builds the student's files into labNN_worker, never into the tests, which get the calls'
+  # judge side (tests/calls_judge.cpp) instead.
+  set(worker_source "${lab_dir}/tests/worker/serve.cpp")
+  set(calls_source "${lab_dir}/tests/calls_judge.cpp")
+  set(split FALSE)
+  if(EXISTS "${worker_source}" AND EXISTS "${calls_source}")
+    set(split TRUE)
+    list(REMOVE_ITEM test_sources "${calls_source}")
+  endif()
   add_executable(${name}_tests ${test_sources})
-  target_link_libraries(${name}_tests PRIVATE ${name}_kernels kit_testing Catch2::Catch2WithMain)
+  target_link_libraries(${name}_tests PRIVATE kit_testing Catch2::Catch2WithMain)
+  if(split)
+    add_executable(${name}_worker "${worker_source}")
+    target_link_libraries(${name}_worker PRIVATE ${name}_kernels kit_worker)
+    kit_add_lab_calls(${name}_calls student ${name}_worker)
+    target_link_libraries(${name}_tests PRIVATE ${name}_calls)
+    target_include_directories(${name}_tests PRIVATE "${lab_dir}")
+  else()
+    target_link_libraries(${name}_tests PRIVATE ${name}_kernels)
+  endif()
   # The tests' own host code (inputs, comparisons, small host references) needs no -O3, and these
   # Catch2-heavy C++ sources compile about a third faster at -O1: they were the largest part of
   # the grader's harness build on two cores. What is timed (the kernels, the kit's timer in
@@ -109,7 +139,18 @@ function(kit_add_lab)
     file(GLOB hidden_sources CONFIGURE_DEPENDS "${solution_dir}/hidden_tests/*.cpp"
          "${solution_dir}/hidden_tests/*.cu")
     target_sources(${name}_tests PRIVATE ${hidden_sources})
-    target_link_libraries(${name}_tests PRIVATE ${name}_reference)
+    if(split)
+      # The reference is served the same way, so that a speed test times both alike.
+      add_executable(${name}_reference_worker "${worker_source}")
+      target_compile_definitions(${name}_reference_worker PRIVATE ${name}=${name}_reference)
+      target_include_directories(${name}_reference_worker PRIVATE "${lab_dir}")
+      target_link_libraries(${name}_reference_worker PRIVATE ${name}_reference kit_worker)
+      kit_add_lab_calls(${name}_reference_calls reference ${name}_reference_worker)
+      target_compile_definitions(${name}_reference_calls PRIVATE ${name}=${name}_reference)
+      target_link_libraries(${name}_tests PRIVATE ${name}_reference_calls)
+    else()
+      target_link_libraries(${name}_tests PRIVATE ${name}_reference)
+    endif()
     target_compile_definitions(${name}_tests PRIVATE KIT_HAVE_REFERENCE=1)
     target_include_directories(${name}_tests PRIVATE "${lab_dir}/tests")
   endif()
@@ -149,7 +190,7 @@ function(kit_add_lab)
 
   # Linked by the C++ compiler (no device linking is needed), which is the language whose
   # linker launcher CMake 3.24 supports: KIT_RECORD_COMMANDS records these links.
-  foreach(target ${name}_tests ${name}_probe)
+  foreach(target ${name}_tests ${name}_probe ${name}_worker ${name}_reference_worker)
     if(TARGET ${target})
       set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX)
     endif()

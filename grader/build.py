@@ -301,11 +301,13 @@ def build_submission_lab(
                 duration=time.monotonic() - start,
             )
         executables[link.executable] = exe
+    # A split lab's tests are the harness's own (the judge); the submission's code is its worker.
+    exe = harness.judge if harness.judge is not None else executables[lab.executable]
     return BuildResult(
         lab.id,
         True,
         "",
-        executables[lab.executable],
+        exe,
         executables=executables,
         duration=time.monotonic() - start,
     )

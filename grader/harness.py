@@ -82,6 +82,11 @@ class LabHarness:
     tests: tuple[ListedTest, ...] = ()  # listed by the kit's own executable
     data_files: tuple[tuple[str, str], ...] = ()  # (environment variable, student file name)
     probe: str | None = None  # the executable the tests run under compute-sanitizer
+    # A split lab (docs/architecture.md, "Judge and worker"): the executable built from the
+    # student's files, which the tests (the judge, built once here) start and call; None where
+    # the tests themselves link the student's files.
+    worker: str | None = None
+    judge: Path | None = None  # the tests of a split lab: the harness's own, never relinked
     problem: str | None = None  # a kit problem: the lab cannot be graded
     tools: ObjectTools = ObjectTools()  # the toolchain's nm and readelf, to inspect objects
 
@@ -118,7 +123,7 @@ def harness_targets(labs: list[Lab]) -> list[str]:
     the labs not graded."""
     targets = []
     for lab in labs:
-        targets.append(lab.executable)
+        targets.append(lab.executable)  # a split lab's workers are among its dependencies
         if lab.charts is not None:
             targets.append(lab.charts.target)
     return targets
@@ -276,8 +281,10 @@ def _lab_harness(
     # The records of earlier builds stay (a build with nothing to relink writes none), so only
     # the executables this one has: a probe built by an earlier run with a GPU is not relinked
     # for every submission of a run without one.
+    worker = f"{lab.tag}_worker"
     wanted = {
         lab.executable,
+        worker,
         *([lab.charts.target] if lab.charts is not None else []),
         *([probe] if probe else []),
     }
@@ -287,23 +294,26 @@ def _lab_harness(
         if kernels is not None and "-o" in argv and Path(argv[argv.index("-o") + 1]).name in wanted:
             output = argv[argv.index("-o") + 1]
             links.append(LinkRecipe(Path(output).name, tuple(argv), cwd, kernels, output))
+    split = any(link.executable == worker for link in links)
+    exe = build_dir / "bin" / lab.executable
     harness = LabHarness(
         lab,
         tuple(sorted(compiles, key=lambda recipe: recipe.name)),
         tuple(sorted(links, key=lambda recipe: recipe.executable)),
         data_files=tuple(sorted(data_files.items())),
         probe=probe,
+        worker=worker if split else None,
+        judge=exe if split else None,
     )
     compiled = {recipe.name for recipe in compiles} | set(data_files.values())
     missing = [name for name in lab.student_files if name not in compiled]
-    if missing or not any(link.executable == lab.executable for link in links):
+    if missing or not any(link.executable in (lab.executable, worker) for link in links):
         what = (
             f"no compile command for {', '.join(missing)}"
             if missing
             else f"no link record for {lab.executable}"
         )
         return replace(harness, problem=f"kit problem, not yours: the harness build has {what}")
-    exe = build_dir / "bin" / lab.executable
     try:
         listed = tuple(list_tests(exe, build_dir, run_config))
         check_rubric_against_listing(lab, {test.name for test in listed}, has_hidden_tests=kit.has_solutions)

@@ -274,6 +274,7 @@ class Engine:
             self.pool,
             env,
             lambda what: self.progress.stage(submission.student_id, f"{lab.tag}: {what}"),
+            build.executables.get(lab_harness.worker) if lab_harness.worker else None,
         )
         self._add_time("test_processes", sum(outcome.duration for outcome in outcomes.values()))
         lab_score = score_lab(lab, build, outcomes)

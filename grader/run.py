@@ -169,9 +169,11 @@ def run_tests(
     pool: Executor,
     env: dict[str, str] | None = None,
     progress: Callable[[str], None] = lambda message: None,
+    worker: Path | None = None,
 ) -> dict[str, Outcome]:
     """Runs every test in its own process, as the scheduler allows: [gpu] tests on a GPU lane,
-    sharing it but for the windows their gate asks for, the others on CPU slots."""
+    sharing it but for the windows their gate asks for, the others on CPU slots. With a worker
+    (a split lab), `exe` is the kit's judge and `worker` the submission's code (run_test)."""
 
     def one(test: ListedTest) -> Outcome:
         if test.needs_gpu and not scheduler.has_gpus and scheduler.no_gpu_reason is not None:
@@ -181,20 +183,20 @@ def run_tests(
         with scheduler.hold(need_for_tags(test.tags), key=f"{exe.name}/{test.name}") as lease:
             progress(f"running {test.name}")
             if lease.gpu is None:
-                outcome = run_test(exe, test.name, work_dir, config, env)
+                outcome = run_test(exe, test.name, work_dir, config, env, worker=worker)
             else:
                 gate = GpuGate(
                     lambda cancelled: scheduler.window(lease, cancelled),
                     lambda cancelled: scheduler.profiler_turn(lease, cancelled),
                 )
                 gpu_env = {**(env or {}), "CUDA_VISIBLE_DEVICES": lease.gpu}
-                outcome = run_test(exe, test.name, work_dir, config, gpu_env, gate)
+                outcome = run_test(exe, test.name, work_dir, config, gpu_env, gate, worker)
                 if ran_out_of_device_memory(outcome):
                     # Another submission's test on this GPU may have held the memory: once more,
                     # with the GPU to itself for the whole process, before the failure counts.
                     progress(f"running {test.name} again, alone on the GPU")
                     with scheduler.window(lease):
-                        outcome = run_test(exe, test.name, work_dir, config, gpu_env)
+                        outcome = run_test(exe, test.name, work_dir, config, gpu_env, worker=worker)
         outcome.needs_gpu = test.needs_gpu
         if (
             test.needs_gpu
@@ -233,9 +235,16 @@ def run_test(
     config: RunConfig,
     env: dict[str, str] | None = None,
     gate: GpuGate | None = None,
+    worker: Path | None = None,
 ) -> Outcome:
     """One test case in its own process: the one place where the engine starts a test. With a
-    gate, the process may ask for its GPU to itself while it measures (grader/gate.py)."""
+    gate, the process may ask for its GPU to itself while it measures (grader/gate.py).
+
+    With a worker (a split lab, docs/architecture.md "Judge and worker") the test process is the
+    kit's judge, which loads no student code and runs as it is; the student's code runs only in
+    the worker it starts, and in the probes it runs, each confined by the command the judge is
+    given (KIT_WORKER_COMMAND). Without one, the test process itself holds the student's code
+    and is confined."""
     run_dir = Path(tempfile.mkdtemp(prefix="test-", dir=work_dir))
     with ReportPipe() as report, gate or nullcontext():
         command = [
@@ -247,7 +256,9 @@ def run_test(
             "console::colour-mode=none",
         ]
         environment = scrubbed_env(run_dir, {**(env or {}), **(gate.env() if gate else {})})
-        if config.sandbox is not None:
+        if worker is not None:
+            environment.update(worker_env(worker, run_dir, config, env or {}))
+        elif config.sandbox is not None:
             command = config.sandbox.wrap(command, run_dir, _readable(exe, work_dir, env or {}))
         limits_hit: list[str] = []
         with config.cgroups.for_test() if config.cgroups is not None else nullcontext() as cgroup:
@@ -269,6 +280,22 @@ def run_test(
     if outcome.status is not Status.PASSED:
         outcome.messages.extend(limits_hit)
     return outcome
+
+
+def worker_env(worker: Path, run_dir: Path, config: RunConfig, env: dict[str, str]) -> dict[str, str]:
+    """What a judge needs to start its worker: the submission's worker executable and, when
+    confined, the command that confines it (one argument a line, ending in "--"). The worker
+    writes only its own folder (beside the judge's, not in it) and reads only its executable's
+    folder and the probe's: nothing of the judge, the other tests or the class."""
+    variables = {"KIT_WORKER": str(worker)}
+    if config.sandbox is not None:
+        worker_dir = run_dir.with_name(run_dir.name + "-worker")
+        worker_dir.mkdir()
+        probes = [Path(value).parent for key, value in env.items() if key == "KIT_PROBE_PATH" and value]
+        readable = tuple(dict.fromkeys([worker.parent, *probes]))
+        variables["KIT_WORKER_COMMAND"] = "\n".join(config.sandbox.wrap([], worker_dir, readable))
+        variables["KIT_WORKER_HOME"] = str(worker_dir)
+    return variables
 
 
 def _readable(exe: Path, work_dir: Path, env: dict[str, str]) -> tuple[Path, ...]:

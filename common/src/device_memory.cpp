@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -16,10 +17,16 @@ extern "C" cudaError_t __real_cudaFree(void* pointer);
 namespace kit {
 namespace {
 
+struct Allocation {
+  std::size_t bytes;
+  std::uint64_t serial;  // this process's count of allocations when it was made, from 1
+};
+
 struct Ledger {
   std::mutex mutex;
-  std::unordered_map<void*, std::size_t> sizes;
+  std::unordered_map<void*, Allocation> sizes;
   DeviceMemoryUse use;
+  std::uint64_t made = 0;
 };
 
 // Never destroyed: a buffer's destructor may free after main has returned.
@@ -34,6 +41,13 @@ DeviceMemoryUse device_memory_use() {
   Ledger& l = ledger();
   std::lock_guard<std::mutex> lock(l.mutex);
   return l.use;
+}
+
+std::uint64_t allocation_serial(const void* base) {
+  Ledger& l = ledger();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  const auto found = l.sizes.find(const_cast<void*>(base));
+  return found == l.sizes.end() ? 0 : found->second.serial;
 }
 
 std::size_t device_memory_limit() {
@@ -68,7 +82,7 @@ extern "C" cudaError_t __wrap_cudaMalloc(void** pointer, size_t bytes) {
   }
   const cudaError_t code = __real_cudaMalloc(pointer, bytes);
   if (code == cudaSuccess && pointer != nullptr && *pointer != nullptr) {
-    l.sizes[*pointer] = bytes;
+    l.sizes[*pointer] = {bytes, ++l.made};
     l.use.bytes += bytes;
     ++l.use.allocations;
   }
@@ -82,7 +96,7 @@ extern "C" cudaError_t __wrap_cudaFree(void* pointer) {
     std::lock_guard<std::mutex> lock(l.mutex);
     const auto found = l.sizes.find(pointer);
     if (found != l.sizes.end()) {
-      l.use.bytes -= found->second;
+      l.use.bytes -= found->second.bytes;
       --l.use.allocations;
       l.sizes.erase(found);
     }

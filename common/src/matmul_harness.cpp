@@ -31,6 +31,10 @@ MatmulProblem make_matmul_problem(int rows, int inner, int cols, std::uint64_t s
 std::vector<float> run_matmul(const MatmulProblem& problem, const MatmulLaunch& launch) {
   DeviceBuffer<float> d_M(problem.M.size()), d_N(problem.N.size());
   DeviceBuffer<float> d_P(static_cast<std::size_t>(problem.rows) * problem.cols);
+  // The check reads its own copies of the inputs, never handed to the timed code: code in
+  // another process (a worker, kit/remote.hpp) that still holds d_M and d_N after its call could
+  // otherwise change them to match whatever it left in P.
+  DeviceBuffer<float> kept_M(problem.M.size()), kept_N(problem.N.size());
   d_M.copy_from_host(problem.M.data());
   d_N.copy_from_host(problem.N.data());
   poison(d_P.data(), d_P.size());
@@ -69,6 +73,10 @@ TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate
                      const MatmulLaunch& baseline, TimingOptions options) {
   DeviceBuffer<float> d_M(problem.M.size()), d_N(problem.N.size());
   DeviceBuffer<float> d_P(static_cast<std::size_t>(problem.rows) * problem.cols);
+  // The check reads its own copies of the inputs, never handed to the timed code: code in
+  // another process (a worker, kit/remote.hpp) that still holds d_M and d_N after its call could
+  // otherwise change them to match whatever it left in P.
+  DeviceBuffer<float> kept_M(problem.M.size()), kept_N(problem.N.size());
   // Drawn afresh in every process: a kernel cannot know the inputs, or which elements are
   // checked, before it runs.
   std::random_device entropy;
@@ -81,11 +89,14 @@ TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate
     hooks.before = [&](int call) {
       fill_fresh_inputs(d_M.data(), d_M.size(), seed(call, 1));
       fill_fresh_inputs(d_N.data(), d_N.size(), seed(call, 2));
+      fill_fresh_inputs(kept_M.data(), kept_M.size(), seed(call, 1));
+      fill_fresh_inputs(kept_N.data(), kept_N.size(), seed(call, 2));
       poison(d_P.data(), d_P.size());
     };
     hooks.after = [&](int call) {
-      const SpotCheck check = spot_check_matmul(d_M.data(), d_N.data(), d_P.data(), problem.rows,
-                                                problem.inner, problem.cols, seed(call, 3));
+      const SpotCheck check =
+          spot_check_matmul(kept_M.data(), kept_N.data(), d_P.data(), problem.rows, problem.inner,
+                            problem.cols, seed(call, 3));
       if (!check.ok()) {
         throw std::runtime_error(describe_spot_check(check, problem.cols, call, who));
       }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace kit {
 
@@ -28,5 +29,11 @@ DeviceMemoryUse device_memory_use();
 // lab test needs a tenth of it, and 8 GPU slots and a dozen parked processes at the limit still
 // fit on a 40 GB GPU.
 std::size_t device_memory_limit();
+
+// Which allocation of this process starts at `base`: a number no other allocation of the
+// process had, even one at the same address after a cudaFree; 0 for an address cudaMalloc did
+// not return. A judge sends it with a buffer's IPC handle (kit/remote.hpp), because the driver
+// can give a new allocation at a freed one's address the same handle.
+std::uint64_t allocation_serial(const void* base);
 
 }  // namespace kit

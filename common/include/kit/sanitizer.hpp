@@ -60,12 +60,27 @@ inline std::string shell_quote(const std::string& word) {
   return quoted + "'";
 }
 
+// A command that runs student code (a probe, under compute-sanitizer or Nsight Compute), as the
+// grader confines it: the worker's command (KIT_WORKER_COMMAND, one argument a line; see
+// kit/remote.hpp) in front, when the judge was given one. A judge loads no student code, so
+// everything that does runs in there.
+inline std::string confined(const std::string& command) {
+  const char* prefix = std::getenv("KIT_WORKER_COMMAND");
+  if (prefix == nullptr || *prefix == '\0') return command;
+  std::istringstream lines(prefix);
+  std::string out;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) out += shell_quote(line) + " ";
+  }
+  return out + "/bin/sh -c " + shell_quote(command);
+}
+
 // Runs a shell command: its exit status and its output, stdout and stderr together (the first
 // MiB of it). The profiler's tests (kit/profiler.hpp) run Nsight Compute through it too.
 inline Run run_command(const std::string& command) {
   Run r;
   r.command = command;
-  FILE* pipe = popen((r.command + " 2>&1").c_str(), "r");
+  FILE* pipe = popen((confined(r.command) + " 2>&1").c_str(), "r");
   if (pipe == nullptr) {
     r.output = "popen failed: could not start a shell";
     return r;

@@ -152,4 +152,65 @@ inline int count_opcodes(const Function& function, const std::vector<std::string
   return count;
 }
 
+// A template kernel's mangled name up to its parameters, for `name<value>` with one int
+// template argument in namespace `space`: "_ZN5lab0319tiled_matmul_kernelILi16EEE".
+inline std::string mangled_template_prefix(const std::string& space, const std::string& name,
+                                           int value) {
+  return "_ZN" + std::to_string(space.size()) + space + std::to_string(name.size()) + name + "ILi" +
+         std::to_string(value) + "EEE";
+}
+
+// What the compiler gave one function for one architecture (cuobjdump --dump-resource-usage).
+struct Resources {
+  std::string name;  // mangled
+  std::string arch;  // "sm_90"
+  int registers = 0;
+  long long stack = 0, shared = 0, local = 0, constant = 0;
+};
+
+// The resource usage of every function of `binary` whose mangled name starts with name_prefix,
+// for every architecture it holds; error set when cuobjdump could not be run.
+inline std::vector<Resources> resource_usage(const std::string& cuobjdump,
+                                             const std::string& binary,
+                                             const std::string& name_prefix, std::string& error) {
+  std::vector<Resources> found;
+  const sanitizer::Run run =
+      sanitizer::run_command(sanitizer::shell_quote(cuobjdump) + " --dump-resource-usage " +
+                             sanitizer::shell_quote(binary));
+  if (run.exit_code != 0) {
+    error = "cuobjdump --dump-resource-usage failed (exit code " + std::to_string(run.exit_code) +
+            "): " + run.output.substr(0, 500);
+    return found;
+  }
+  std::istringstream lines(run.output);
+  std::string line, arch;
+  const std::regex arch_line(R"(^\s*arch = (sm_\d+a?))");
+  const std::regex function_line(R"(^\s*Function ([^:]+):)");
+  const std::regex field(R"(([A-Z]+)(\[0\])?:(\d+))");
+  std::smatch m;
+  while (std::getline(lines, line)) {
+    if (std::regex_search(line, m, arch_line)) {
+      arch = m[1];
+    } else if (std::regex_search(line, m, function_line)) {
+      Resources r;
+      r.name = m[1];
+      r.arch = arch;
+      if (!std::getline(lines, line)) break;
+      if (r.name.rfind(name_prefix, 0) != 0) continue;
+      for (auto it = std::sregex_iterator(line.begin(), line.end(), field);
+           it != std::sregex_iterator(); ++it) {
+        const std::string key = (*it)[1];
+        const long long value = std::stoll((*it)[3]);
+        if (key == "REG") r.registers = static_cast<int>(value);
+        if (key == "STACK") r.stack = value;
+        if (key == "SHARED") r.shared = value;
+        if (key == "LOCAL") r.local = value;
+        if (key == "CONSTANT") r.constant = value;
+      }
+      found.push_back(r);
+    }
+  }
+  return found;
+}
+
 }  // namespace kit::sass

@@ -15,8 +15,8 @@
 
 namespace lab03_tests {
 
-// Defined in kernel_attributes_lab03.cu, the one test file nvcc compiles: only CUDA code can
-// name the __global__ template, and the tests read its attributes through it.
+// Defined in kernel_attributes_lab03.cpp: the student's tiled_matmul_kernel<tile_width> as the
+// compiler built it, read from the worker's executable.
 kit::KernelAttributes tiled_kernel_attributes(int tile_width);
 
 inline kit::MatmulLaunch tiled(int width, int tile_width) {

@@ -19,7 +19,8 @@
 
 namespace lab04_tests {
 
-// Defined in kernel_attributes_lab04.cu, the one test file nvcc compiles.
+// Defined in kernel_attributes_lab04.cpp: the student's kernels as the compiler built them, read
+// from the worker's executable.
 kit::KernelAttributes square_kernel_attributes(int tile_width);
 kit::KernelAttributes rect_kernel_attributes(int tile_width);
 

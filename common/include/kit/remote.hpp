@@ -1,0 +1,344 @@
+// The judge and the worker (docs/architecture.md, "Judge and worker"): a lab's tests (the judge)
+// never load the student's code. The student's files are linked with the kit's server into a
+// separate process, the worker, and each call of the lab's API that a test makes crosses to it:
+// the judge sends the arguments, the worker makes the call and replies, the judge checks what
+// came back. The judge owns the data: device buffers are its own allocations, which the worker
+// maps through CUDA IPC handles for the length of a call, and host arrays travel in the messages.
+// Nothing the worker prints or returns decides a score beyond the results the judge checks.
+//
+// Each call of a lab is described once, for both sides, as a struct with a name and an `args`
+// template over a "wire" (labs/NN_slug/tests/calls.hpp):
+//
+//   struct LaunchNaive {
+//     static constexpr const char* name = "lab02::launch_naive_matmul";
+//     template <class Wire>
+//     static void args(Wire& w, const float*& d_M, const float*& d_N, float*& d_P, int& width,
+//                      int& block_size) {
+//       w.device(d_M), w.device(d_N), w.device(d_P), w.value(width), w.value(block_size);
+//     }
+//   };
+//
+// The judge's side of the API is then `return kit::remote::call<LaunchNaive, R>(role, args...)`,
+// the worker's `kit::remote::serve<LaunchNaive>(&lab02::launch_naive_matmul)`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kit/kernel_attributes.hpp"
+
+namespace kit::remote {
+
+// The worker broke the protocol, crashed or hung: the call it was serving did not happen. The
+// next call starts a new worker.
+class WorkerError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Bytes of one message at most, either way (a 4096 x 4096 float matrix is 64 MiB).
+constexpr std::size_t kMessageLimit = std::size_t(256) << 20;
+// Characters of an exception's text carried back from the worker.
+constexpr std::size_t kTextLimit = 4096;
+
+// ---- encoding: what both sides write and read --------------------------------------------
+
+class Encoder {
+ public:
+  template <class T>
+  void put(const T& value) {
+    static_assert(std::is_trivially_copyable_v<T>, "put() takes plain values");
+    bytes(&value, sizeof value);
+  }
+  void bytes(const void* data, std::size_t n) {
+    const auto* p = static_cast<const char*>(data);
+    buffer_.insert(buffer_.end(), p, p + n);
+  }
+  void text(const std::string& s) {
+    put<std::uint64_t>(s.size());
+    bytes(s.data(), s.size());
+  }
+  const std::vector<char>& buffer() const { return buffer_; }
+  std::vector<char>& buffer() { return buffer_; }
+
+ private:
+  std::vector<char> buffer_;
+};
+
+// Reads what an Encoder wrote; every read is bounds-checked, so a short or forged message
+// throws WorkerError (on the judge's side, a worker's reply is untrusted input).
+class Decoder {
+ public:
+  Decoder(const char* data, std::size_t size) : p_(data), left_(size) {}
+  template <class T>
+  T get() {
+    static_assert(std::is_trivially_copyable_v<T>, "get() takes plain values");
+    T value;
+    std::memcpy(&value, take(sizeof value), sizeof value);
+    return value;
+  }
+  const char* take(std::size_t n) {
+    if (n > left_) throw WorkerError("a message ended early: the other side broke the protocol");
+    const char* at = p_;
+    p_ += n;
+    left_ -= n;
+    return at;
+  }
+  std::string text(std::size_t limit = kMessageLimit) {
+    const auto n = get<std::uint64_t>();
+    if (n > limit) throw WorkerError("a text in a message is longer than allowed");
+    return std::string(take(static_cast<std::size_t>(n)), static_cast<std::size_t>(n));
+  }
+  std::size_t left() const { return left_; }
+
+ private:
+  const char* p_;
+  std::size_t left_;
+};
+
+// A struct crosses field by field: give it `template <class Wire> void fields(Wire&, T&)` in
+// its lab's calls.hpp (found by argument-dependent lookup). Plain values cross as bytes.
+struct ProbeWire {
+  template <class T>
+  void value(T&);
+};
+template <class T, class = void>
+struct has_fields : std::false_type {};
+template <class T>
+struct has_fields<T, std::void_t<decltype(fields(std::declval<ProbeWire&>(), std::declval<T&>()))>>
+    : std::true_type {};
+
+// The wire that moves values only: struct fields and results use it on both sides.
+struct ValueOut {
+  Encoder& e;
+  template <class T>
+  void value(T& v) {
+    if constexpr (has_fields<T>::value) {
+      fields(*this, v);
+    } else {
+      e.put(v);
+    }
+  }
+  void value(std::string& s) { e.text(s); }
+};
+struct ValueIn {
+  Decoder& d;
+  template <class T>
+  void value(T& v) {
+    if constexpr (has_fields<T>::value) {
+      fields(*this, v);
+    } else {
+      v = d.get<T>();
+    }
+  }
+  void value(std::string& s) { s = d.text(kTextLimit); }
+};
+// The number of elements of a width x width matrix, 0 for a width below 1 (a call the lab must
+// refuse still crosses, with no data).
+inline std::size_t square(int width) {
+  return width > 0 ? static_cast<std::size_t>(width) * static_cast<std::size_t>(width) : 0;
+}
+inline std::size_t product(int rows, int cols) {
+  return rows > 0 && cols > 0 ? static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols) : 0;
+}
+
+// ---- the judge's side ---------------------------------------------------------------------
+
+// Which worker serves a call: the student's code, or the lab's reference (the speed tests time
+// both the same way, each in a worker of its own).
+enum class Role { student, reference };
+
+// A device pointer of the judge, as the worker can map it: the allocation's IPC handle and the
+// offset into it. Defined in src/remote_judge.cpp, which alone needs CUDA's headers.
+struct DeviceRef {
+  unsigned char handle[64];
+  std::uint64_t offset;
+  std::uint64_t size;    // bytes from the allocation's start to its end
+  std::uint64_t serial;  // kit::allocation_serial: tells a new allocation from an old one
+};
+// False when `pointer` is not the judge's device memory (a test passes a host array to a launch
+// that must refuse it before touching it): the worker then gets the bare address, as the
+// student's code would in one process, and fails as it would there if it uses it.
+bool export_device_pointer(const void* pointer, DeviceRef& ref);
+
+// Encodes a call's arguments; remembers the host arrays the worker may write, to copy them back.
+class JudgeArgs {
+ public:
+  explicit JudgeArgs(Encoder& e) : e_(e) {}
+  template <class T>
+  void value(T& v) {
+    ValueOut{e_}.value(v);
+  }
+  template <class T>
+  void device(T*& pointer) {
+    DeviceRef ref{};
+    if (pointer == nullptr) {
+      e_.put<std::uint8_t>(0);
+    } else if (export_device_pointer(pointer, ref)) {
+      e_.put<std::uint8_t>(1);
+      e_.put(ref);
+    } else {
+      e_.put<std::uint8_t>(2);
+      e_.put(reinterpret_cast<std::uint64_t>(pointer));
+    }
+  }
+  // `count` elements the worker reads.
+  template <class T>
+  void host_in(T*& pointer, std::size_t count) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    e_.put<std::uint8_t>(pointer != nullptr);
+    if (pointer == nullptr) return;
+    e_.put<std::uint64_t>(count * sizeof(T));
+    e_.bytes(pointer, count * sizeof(T));
+  }
+  // `count` elements the worker may write: their values go over and come back.
+  template <class T>
+  void host_out(T*& pointer, std::size_t count) {
+    static_assert(std::is_trivially_copyable_v<T> && !std::is_const_v<T>);
+    e_.put<std::uint8_t>(pointer != nullptr);
+    if (pointer == nullptr) return;
+    e_.put<std::uint64_t>(count * sizeof(T));
+    e_.bytes(pointer, count * sizeof(T));
+    outs_.push_back({pointer, count * sizeof(T)});
+  }
+  struct Out {
+    void* data;
+    std::size_t bytes;
+  };
+  const std::vector<Out>& outs() const { return outs_; }
+
+ private:
+  Encoder& e_;
+  std::vector<Out> outs_;
+};
+
+// Sends one request and returns the reply's payload (host arrays, then the result), or throws
+// what the worker's call threw: std::invalid_argument, std::out_of_range, kit::CudaError,
+// std::runtime_error; WorkerError when the worker died, hung or broke the protocol.
+std::vector<char> exchange(Role role, const std::string& name, std::vector<char> arguments);
+
+template <class Call, class R = void, class... A>
+R call(Role role, A... arguments) {
+  Encoder e;
+  JudgeArgs wire(e);
+  Call::args(wire, arguments...);
+  const std::vector<char> reply = exchange(role, Call::name, std::move(e.buffer()));
+  Decoder d(reply.data(), reply.size());
+  for (const JudgeArgs::Out& out : wire.outs()) {
+    if (d.get<std::uint64_t>() != out.bytes)
+      throw WorkerError("a reply's array has the wrong size");
+    std::memcpy(out.data, d.take(out.bytes), out.bytes);
+  }
+  if constexpr (!std::is_void_v<R>) {
+    R result{};
+    ValueIn{d}.value(result);
+    if (d.left() != 0) throw WorkerError("a reply is longer than its call's results");
+    return result;
+  } else {
+    if (d.left() != 0) throw WorkerError("a reply is longer than its call's results");
+  }
+}
+
+// Whether this process is a judge whose lab calls go to a worker (set by the first call): the
+// timer then times each call by the host clock from request to verified reply, since the
+// worker's kernels run in its own CUDA context, where the judge's events cannot see them.
+bool calls_are_remote();
+void mark_calls_remote();
+
+// The worker's process id as this process sees it (0 when none is running), for reading its
+// use of the device from outside it (kit::remote::worker_device_memory).
+long worker_pid(Role role);
+
+// Device memory the driver reports for the student's worker (NVML, per process), in bytes;
+// -1 with `why` filled when it cannot be read here.
+long long worker_device_memory(std::string* why = nullptr);
+
+// Ends the worker of `role` (the next call starts a new one).
+void stop_worker(Role role);
+
+// The executable of the worker of `role`: KIT_WORKER or KIT_REFERENCE_WORKER, else the lab's build.
+std::string worker_executable(Role role);
+
+// What the compiler gave a kernel of the student's worker (registers, static shared, local and
+// constant memory) on this GPU's architecture, read from the worker's executable with cuobjdump;
+// `mangled_prefix` names it (kit::sass::mangled_template_prefix). Throws std::runtime_error when
+// there is no such kernel or no cuobjdump.
+KernelAttributes worker_kernel_attributes(const std::string& mangled_prefix);
+
+// The worker executable a lab's build names for each role (registered by the lab's judge-side
+// calls at static initialisation); KIT_WORKER and KIT_REFERENCE_WORKER, where set, win.
+bool set_default_worker_path(Role role, const char* path);
+std::string default_worker_path(Role role);
+
+// ---- the worker's side --------------------------------------------------------------------
+
+// Decodes a call's arguments into the worker's own memory: device pointers mapped from the
+// judge's handles, host arrays in buffers that live until the reply is sent.
+class WorkerArgs {
+ public:
+  explicit WorkerArgs(Decoder& d) : d_(d) {}
+  template <class T>
+  void value(T& v) {
+    ValueIn{d_}.value(v);
+  }
+  template <class T>
+  void device(T*& pointer) {
+    const auto kind = d_.get<std::uint8_t>();
+    if (kind == 0) {
+      pointer = nullptr;
+    } else if (kind == 1) {
+      pointer = static_cast<T*>(import_device_pointer(d_.get<DeviceRef>()));
+    } else {
+      pointer = reinterpret_cast<T*>(d_.get<std::uint64_t>());
+    }
+  }
+  template <class T>
+  void host_in(T*& pointer, std::size_t count) {
+    pointer = static_cast<T*>(host_array(count * sizeof(std::remove_const_t<T>), false));
+  }
+  template <class T>
+  void host_out(T*& pointer, std::size_t count) {
+    pointer = static_cast<T*>(host_array(count * sizeof(T), true));
+  }
+  // The reply: every host_out array as the call left it, then the result.
+  Encoder& reply() { return reply_; }
+  void write_outs();
+
+ private:
+  static void* import_device_pointer(const DeviceRef& ref);
+  void* host_array(std::size_t bytes, bool out);
+  Decoder& d_;
+  Encoder reply_;
+  std::vector<std::vector<char>> arrays_;
+  std::vector<std::size_t> outs_;  // indexes into arrays_
+};
+
+using Handler = std::function<void(WorkerArgs&)>;
+// Registers a call the worker serves (the lab's serve.cpp, at static initialisation).
+bool add_handler(const std::string& name, Handler handler);
+
+template <class Call, class R, class... P>
+bool serve(R (*function)(P...)) {
+  return add_handler(Call::name, [function](WorkerArgs& w) {
+    std::tuple<std::decay_t<P>...> arguments;
+    std::apply([&w](auto&... a) { Call::args(w, a...); }, arguments);
+    if constexpr (std::is_void_v<R>) {
+      std::apply(function, arguments);
+      w.write_outs();
+    } else {
+      auto result = std::apply(function, arguments);
+      w.write_outs();
+      ValueOut{w.reply()}.value(result);
+    }
+  });
+}
+
+}  // namespace kit::remote

@@ -1,0 +1,300 @@
+// The judge's side of kit/remote.hpp: starting a worker, sending calls, rethrowing what the
+// worker's call threw, and handing device buffers over as CUDA IPC handles.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kit/cuda_check.hpp"
+#include "kit/device_memory.hpp"
+#include "kit/remote.hpp"
+#include "remote_wire.hpp"
+
+extern char** environ;
+
+namespace kit::remote {
+namespace {
+
+// Variables a worker keeps from the judge's environment: what a CUDA program needs. Not the
+// judge's own settings (the GPU gate's descriptors, the grader's paths).
+bool kept_for_worker(const std::string& entry) {
+  for (const char* prefix : {"PATH=", "LANG=", "LC_ALL=", "LD_LIBRARY_PATH=", "HOME=", "TMPDIR=",
+                             "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_MAX_CONNECTIONS=", "NVIDIA_",
+                             "KIT_DEVICE_MEMORY_LIMIT_MIB="}) {
+    if (entry.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> parts;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) parts.push_back(line);
+  }
+  return parts;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    return "was killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
+  }
+  return "ended";
+}
+
+int call_timeout_ms() {
+  if (const char* text = std::getenv("KIT_WORKER_CALL_TIMEOUT_S")) {
+    const long seconds = std::strtol(text, nullptr, 10);
+    if (seconds > 0) return static_cast<int>(seconds * 1000);
+  }
+  return 100 * 1000;
+}
+
+class Worker {
+ public:
+  explicit Worker(Role role) : role_(role) {}
+  ~Worker() { stop(); }
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  std::vector<char> exchange(const std::string& name, std::vector<char> arguments) {
+    if (pid_ <= 0) start();
+    Encoder request;
+    request.text(name);
+    request.bytes(arguments.data(), arguments.size());
+    if (!wire::send_frame(fd_, request.buffer())) {
+      throw WorkerError(ended("before it took " + name));
+    }
+    std::vector<char> reply;
+    const std::string why = wire::receive_frame(fd_, reply, kMessageLimit, call_timeout_ms());
+    if (why == "timeout") {
+      stop();
+      throw WorkerError("the worker running your lab's code did not finish " + name + " within " +
+                        std::to_string(call_timeout_ms() / 1000) +
+                        " s and was stopped: a kernel or a loop that never ends?");
+    }
+    if (!why.empty())
+      throw WorkerError(ended("during " + name) + (why == "closed" ? "" : ": " + why));
+    return unpack(name, reply);
+  }
+
+  long pid() const { return pid_; }
+
+  void stop() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    pid_ = 0;
+  }
+
+ private:
+  std::string path() const {
+    const std::string program = worker_executable(role_);
+    if (program.empty()) {
+      throw std::runtime_error(
+          std::string("no ") + (role_ == Role::student ? "worker" : "reference worker") +
+          " for this lab: set " + (role_ == Role::student ? "KIT_WORKER" : "KIT_REFERENCE_WORKER") +
+          " to its executable");
+    }
+    return program;
+  }
+
+  void start() {
+    const std::string program = path();
+    // The grader confines the worker: its command (sandbox, limits) comes first, one argument a
+    // line; unconfined (make check, CTest) the worker runs as it is.
+    std::vector<std::string> argv;
+    if (const char* prefix = std::getenv("KIT_WORKER_COMMAND")) argv = split_lines(prefix);
+    argv.push_back(program);
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    std::vector<std::string> kept;
+    const char* home = std::getenv("KIT_WORKER_HOME");  // a confined worker's own folder
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry = *e;
+      const bool place = entry.rfind("HOME=", 0) == 0 || entry.rfind("TMPDIR=", 0) == 0;
+      if (kept_for_worker(entry) && !(place && home != nullptr)) kept.push_back(entry);
+    }
+    if (home != nullptr) {
+      kept.push_back(std::string("HOME=") + home);
+      kept.push_back(std::string("TMPDIR=") + home);
+    }
+    std::vector<char*> env;
+    for (std::string& e : kept) env.push_back(e.data());
+    env.push_back(nullptr);
+
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+      throw std::runtime_error(std::string("socketpair failed: ") + std::strerror(errno));
+    }
+    const pid_t parent = ::getpid();
+    const pid_t child = ::fork();
+    if (child < 0) {
+      ::close(pair[0]), ::close(pair[1]);
+      throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+    }
+    if (child == 0) {
+      // Only async-signal-safe calls from here to exec.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the worker never outlives its judge
+      if (::getppid() != parent) ::_exit(126);
+      if (::dup2(pair[1], wire::kWorkerFd) < 0) ::_exit(126);
+      ::close_range(wire::kWorkerFd + 1, ~0U, 0);
+      ::execve(args[0], args.data(), env.data());
+      const char message[] = "kit: could not start the worker\n";
+      (void)!::write(2, message, sizeof message - 1);
+      ::_exit(127);
+    }
+    ::close(pair[1]);
+    fd_ = pair[0];
+    pid_ = child;
+    mark_calls_remote();
+  }
+
+  // What became of a worker that stopped answering.
+  std::string ended(const std::string& when) {
+    std::string how = "stopped answering";
+    if (pid_ > 0) {
+      int status = 0;
+      pid_t reaped = 0;
+      // The socket closes a moment before the process can be reaped: wait for it, briefly.
+      for (int i = 0; i < 100 && (reaped = ::waitpid(pid_, &status, WNOHANG)) == 0; ++i) {
+        ::usleep(10000);
+      }
+      if (reaped == pid_) {
+        how = describe_status(status);
+        pid_ = 0;
+      }
+    }
+    stop();
+    return "the worker running your lab's code " + how + " " + when +
+           " (a crash in your code, such as a null pointer or an abort; it was restarted for the "
+           "next call)";
+  }
+
+  std::vector<char> unpack(const std::string& name, const std::vector<char>& reply) {
+    Decoder d(reply.data(), reply.size());
+    const auto status = static_cast<wire::Status>(d.get<std::uint8_t>());
+    if (status == wire::Status::ok) return std::vector<char>(reply.begin() + 1, reply.end());
+    if (status != wire::Status::threw && status != wire::Status::broken) {
+      stop();
+      throw WorkerError("the worker's reply to " + name + " was not one the kit sends");
+    }
+    const std::string kind = d.text(64);
+    const std::string text = d.text(kTextLimit);
+    if (status == wire::Status::broken) stop();  // it ends itself; a new one serves the next call
+    if (kind == wire::kInvalidArgument) throw std::invalid_argument(text);
+    if (kind == wire::kOutOfRange) throw std::out_of_range(text);
+    if (kind == wire::kCuda) {
+      const int code = d.left() >= sizeof(int) ? d.get<int>() : 0;
+      throw CudaError(static_cast<cudaError_t>(code), text);
+    }
+    throw std::runtime_error(text);
+  }
+
+  Role role_;
+  int fd_ = -1;
+  pid_t pid_ = 0;
+};
+
+struct Workers {
+  std::mutex mutex;
+  Worker student{Role::student};
+  Worker reference{Role::reference};
+  Worker& of(Role role) { return role == Role::student ? student : reference; }
+};
+
+Workers& workers() {
+  static Workers the_workers;
+  return the_workers;
+}
+
+std::map<Role, std::string>& default_paths() {
+  static std::map<Role, std::string> paths;
+  return paths;
+}
+
+}  // namespace
+
+bool set_default_worker_path(Role role, const char* path) {
+  default_paths()[role] = path;
+  return true;
+}
+
+std::string default_worker_path(Role role) {
+  const auto found = default_paths().find(role);
+  return found == default_paths().end() ? "" : found->second;
+}
+
+bool export_device_pointer(const void* pointer, DeviceRef& ref) {
+  // The allocation's start and size come from the driver's cuMemGetAddressRange, reached
+  // through the runtime, so that the judge links no libcuda (CI has no driver; the host-only
+  // tests still run, and every pointer is then a bare address).
+  using AddressRange = CUresult (*)(CUdeviceptr*, std::size_t*, CUdeviceptr);
+  static const AddressRange address_range = []() -> AddressRange {
+    void* function = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &function, 12000,
+                                         cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return reinterpret_cast<AddressRange>(function);
+  }();
+  CUdeviceptr base = 0;
+  std::size_t size = 0;
+  if (address_range == nullptr ||
+      address_range(&base, &size, reinterpret_cast<CUdeviceptr>(pointer)) != CUDA_SUCCESS) {
+    return false;
+  }
+  cudaIpcMemHandle_t handle;
+  KIT_CUDA_CHECK(cudaIpcGetMemHandle(&handle, reinterpret_cast<void*>(base)));
+  static_assert(sizeof handle == sizeof ref.handle);
+  std::memcpy(ref.handle, &handle, sizeof handle);
+  ref.offset = reinterpret_cast<CUdeviceptr>(pointer) - base;
+  ref.size = size;
+  ref.serial = allocation_serial(reinterpret_cast<void*>(base));
+  return true;
+}
+
+std::vector<char> exchange(Role role, const std::string& name, std::vector<char> arguments) {
+  Workers& w = workers();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  return w.of(role).exchange(name, std::move(arguments));
+}
+
+long worker_pid(Role role) {
+  Workers& w = workers();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  return w.of(role).pid();
+}
+
+void stop_worker(Role role) {
+  Workers& w = workers();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  w.of(role).stop();
+}
+
+}  // namespace kit::remote

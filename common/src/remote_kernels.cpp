@@ -1,0 +1,62 @@
+// A kernel of the student's worker, as the compiler built it, read by the judge from the
+// worker's executable with cuobjdump: a file the judge reads, never a figure the worker's code
+// reports about itself.
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kit/cuda_check.hpp"
+#include "kit/remote.hpp"
+#include "kit/sass.hpp"
+
+namespace kit::remote {
+
+std::string worker_executable(Role role) {
+  const char* variable = role == Role::student ? "KIT_WORKER" : "KIT_REFERENCE_WORKER";
+  if (const char* given = std::getenv(variable); given != nullptr && *given != '\0') return given;
+  return default_worker_path(role);
+}
+
+KernelAttributes worker_kernel_attributes(const std::string& mangled_prefix) {
+  const std::string cuobjdump =
+      sass::find_cuobjdump(KIT_CUOBJDUMP, KIT_CUDA_BIN_DIR, KIT_SOURCE_DIR);
+  if (cuobjdump.empty()) {
+    throw std::runtime_error(
+        "cuobjdump was not found, and the kit reads your kernels' resources with it (it comes "
+        "with the CUDA toolkit, or pip install nvidia-cuda-cuobjdump)");
+  }
+  const std::string binary = worker_executable(Role::student);
+  std::string error;
+  const std::vector<sass::Resources> found =
+      sass::resource_usage(cuobjdump, binary, mangled_prefix, error);
+  if (!error.empty()) throw std::runtime_error(error);
+  int device = 0;
+  cudaDeviceProp props{};
+  KIT_CUDA_CHECK(cudaGetDevice(&device));
+  KIT_CUDA_CHECK(cudaGetDeviceProperties(&props, device));
+  const int wanted = props.major * 10 + props.minor;
+  // The machine code the driver loads: the newest architecture not above the device's.
+  const sass::Resources* best = nullptr;
+  int best_arch = -1;
+  for (const sass::Resources& r : found) {
+    const int arch = std::atoi(r.arch.c_str() + 3);
+    if (arch <= wanted && arch > best_arch) best = &r, best_arch = arch;
+  }
+  if (best == nullptr) {
+    throw std::runtime_error("your code has no kernel " + mangled_prefix +
+                             "... built for this GPU (sm_" + std::to_string(wanted) +
+                             "): is it defined and instantiated under that name?");
+  }
+  KernelAttributes a;
+  a.registers_per_thread = best->registers;
+  a.static_shared_bytes = static_cast<std::size_t>(best->shared);
+  a.local_bytes_per_thread = static_cast<std::size_t>(best->local);
+  a.constant_bytes = static_cast<std::size_t>(best->constant);
+  a.binary_version = best_arch;
+  return a;
+}
+
+}  // namespace kit::remote

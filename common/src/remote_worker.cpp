@@ -1,0 +1,193 @@
+// The worker's side of kit/remote.hpp: the main of every lab's worker executable. It serves
+// the calls its lab registered (labs/NN_slug/worker.cpp), one at a time, on the descriptor the
+// judge handed it, and ends when the judge closes the connection.
+//
+// Nothing here is trusted by the judge: the student's code shares this process and can change
+// any of it. What this file does is make an honest worker useful (mapped buffers, exceptions
+// carried back with their kind, a sticky CUDA error reported before the worker ends); the judge
+// checks every result itself.
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kit/cuda_check.hpp"
+#include "kit/remote.hpp"
+#include "remote_wire.hpp"
+
+namespace kit::remote {
+namespace {
+
+std::map<std::string, Handler>& handlers() {
+  static std::map<std::string, Handler> table;
+  return table;
+}
+
+// Mapped judge allocations: opening one costs far more than a call's launch, and a test passes
+// the same buffers many times. Keyed by the handle and the judge's serial number of the
+// allocation: the driver can give a new allocation at a freed one's address the same handle,
+// and a mapping of the freed one would take the call's writes where the judge never looks.
+// Bounded, oldest closed first.
+struct Mapping {
+  std::string handle;
+  std::uint64_t serial;
+  void* base;
+};
+std::vector<Mapping>& mappings() {
+  static std::vector<Mapping> open;
+  return open;
+}
+constexpr std::size_t kMappingsKept = 32;
+
+bool has_device() {
+  static const bool found = [] {
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  }();
+  return found;
+}
+
+std::string cut(const std::string& text) {
+  return text.size() <= kTextLimit ? text : text.substr(0, kTextLimit - 3) + "...";
+}
+
+std::vector<char> thrown(wire::Status status, const char* kind, const std::string& text,
+                         int code = 0) {
+  Encoder e;
+  e.put(static_cast<std::uint8_t>(status));
+  e.text(kind);
+  e.text(cut(text));
+  e.put(code);
+  return std::move(e.buffer());
+}
+
+// After every call: the call's kernels finished, and any error they left, which the judge
+// cannot see from its own context.
+std::vector<char> device_error(const std::string& name) {
+  if (!has_device()) return {};
+  const cudaError_t code = cudaDeviceSynchronize();
+  if (code == cudaSuccess) return {};
+  const std::string text = name + ": the call's kernels failed: " + cudaGetErrorName(code) + " (" +
+                           cudaGetErrorString(code) + ")";
+  // Some errors end the context for good (an illegal address): a fresh worker serves the next call.
+  (void)cudaGetLastError();
+  const bool sticky = cudaDeviceSynchronize() != cudaSuccess;
+  return thrown(sticky ? wire::Status::broken : wire::Status::threw, wire::kCuda,
+                "kernel execution failed: " + text, static_cast<int>(code));
+}
+
+std::vector<char> serve_one(const std::vector<char>& request) {
+  Decoder d(request.data(), request.size());
+  const std::string name = d.text(256);
+  const auto found = handlers().find(name);
+  if (found == handlers().end()) {
+    return thrown(wire::Status::threw, wire::kOther, "this worker does not serve " + name);
+  }
+  WorkerArgs args(d);
+  try {
+    found->second(args);
+  } catch (const CudaError& e) {
+    std::vector<char> failed = device_error(name);
+    if (!failed.empty() && failed[0] == static_cast<char>(wire::Status::broken)) return failed;
+    return thrown(wire::Status::threw, wire::kCuda, e.what(), static_cast<int>(e.code()));
+  } catch (const std::invalid_argument& e) {
+    return thrown(wire::Status::threw, wire::kInvalidArgument, e.what());
+  } catch (const std::out_of_range& e) {
+    return thrown(wire::Status::threw, wire::kOutOfRange, e.what());
+  } catch (const std::exception& e) {
+    return thrown(wire::Status::threw, wire::kOther, e.what());
+  } catch (...) {
+    return thrown(wire::Status::threw, wire::kOther,
+                  name + " threw something that is not a std::exception");
+  }
+  std::vector<char> failed = device_error(name);
+  if (!failed.empty()) return failed;
+  std::vector<char> reply{static_cast<char>(wire::Status::ok)};
+  const std::vector<char>& payload = args.reply().buffer();
+  reply.insert(reply.end(), payload.begin(), payload.end());
+  return reply;
+}
+
+}  // namespace
+
+bool add_handler(const std::string& name, Handler handler) {
+  handlers()[name] = std::move(handler);
+  return true;
+}
+
+void* WorkerArgs::import_device_pointer(const DeviceRef& ref) {
+  const std::string key(reinterpret_cast<const char*>(ref.handle), sizeof ref.handle);
+  std::vector<Mapping>& open = mappings();
+  if (ref.offset > ref.size) {
+    throw std::invalid_argument("a device pointer's offset is past its allocation");
+  }
+  for (auto m = open.begin(); m != open.end(); ++m) {
+    if (m->handle != key) continue;
+    if (m->serial == ref.serial) return static_cast<char*>(m->base) + ref.offset;
+    (void)cudaIpcCloseMemHandle(m->base);  // a freed allocation's: the handle is reused
+    open.erase(m);
+    break;
+  }
+  cudaIpcMemHandle_t handle;
+  std::memcpy(&handle, ref.handle, sizeof handle);
+  void* base = nullptr;
+  KIT_CUDA_CHECK(cudaIpcOpenMemHandle(&base, handle, cudaIpcMemLazyEnablePeerAccess));
+  if (open.size() >= kMappingsKept) {
+    (void)cudaIpcCloseMemHandle(open.front().base);
+    open.erase(open.begin());
+  }
+  open.push_back({key, ref.serial, base});
+  return static_cast<char*>(base) + ref.offset;
+}
+
+void* WorkerArgs::host_array(std::size_t bytes, bool out) {
+  if (d_.get<std::uint8_t>() == 0) return nullptr;
+  if (d_.get<std::uint64_t>() != bytes) {
+    throw std::invalid_argument(
+        "a host array's size differs from what the call's description says");
+  }
+  const char* data = d_.take(bytes);
+  arrays_.emplace_back(data, data + bytes);
+  if (out) outs_.push_back(arrays_.size() - 1);
+  return arrays_.back().data();
+}
+
+void WorkerArgs::write_outs() {
+  for (std::size_t index : outs_) {
+    reply_.put<std::uint64_t>(arrays_[index].size());
+    reply_.bytes(arrays_[index].data(), arrays_[index].size());
+  }
+}
+
+}  // namespace kit::remote
+
+int main() {
+  using namespace kit::remote;
+  std::vector<char> request;
+  for (;;) {
+    const std::string why = wire::receive_frame(wire::kWorkerFd, request, kMessageLimit, -1);
+    if (why == "closed") return 0;
+    if (!why.empty()) {
+      std::fprintf(stderr, "kit worker: %s\n", why.c_str());
+      return 1;
+    }
+    std::vector<char> reply;
+    try {
+      reply = serve_one(request);
+    } catch (const std::exception& e) {  // a request this worker could not decode
+      std::vector<char> failed{static_cast<char>(wire::Status::threw)};
+      Encoder e2;
+      e2.text(wire::kOther);
+      e2.text(std::string("the worker could not read the request: ") + e.what());
+      e2.put(0);
+      failed.insert(failed.end(), e2.buffer().begin(), e2.buffer().end());
+      reply = std::move(failed);
+    }
+    if (!wire::send_frame(wire::kWorkerFd, reply)) return 0;
+    if (!reply.empty() && reply[0] == static_cast<char>(wire::Status::broken)) return 0;
+  }
+}
