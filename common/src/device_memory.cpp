@@ -10,6 +10,9 @@
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
+
+#include "kit/remote.hpp"
 
 extern "C" cudaError_t __real_cudaMalloc(void** pointer, size_t bytes);
 extern "C" cudaError_t __real_cudaFree(void* pointer);
@@ -19,7 +22,8 @@ namespace {
 
 struct Allocation {
   std::size_t bytes;
-  std::uint64_t serial;  // this process's count of allocations when it was made, from 1
+  std::uint64_t serial;   // this process's count of allocations when it was made, from 1
+  bool exported = false;  // handed to a worker as an IPC handle
 };
 
 struct Ledger {
@@ -27,6 +31,7 @@ struct Ledger {
   std::unordered_map<void*, Allocation> sizes;
   DeviceMemoryUse use;
   std::uint64_t made = 0;
+  std::vector<void*> held;  // freed by the program, kept until the worker ends (cudaFree below)
 };
 
 // Never destroyed: a buffer's destructor may free after main has returned.
@@ -65,6 +70,10 @@ std::size_t device_memory_limit() {
 
 }  // namespace kit
 
+namespace {
+constexpr std::size_t kIpcBlock = std::size_t(2) << 20;
+}  // namespace
+
 extern "C" cudaError_t __wrap_cudaMalloc(void** pointer, size_t bytes) {
   kit::Ledger& l = kit::ledger();
   const std::size_t limit = kit::device_memory_limit();
@@ -80,26 +89,60 @@ extern "C" cudaError_t __wrap_cudaMalloc(void** pointer, size_t bytes) {
     *pointer = nullptr;
     return cudaErrorMemoryAllocation;
   }
+  // A judge's buffers cross to its worker as CUDA IPC handles (kit/remote.hpp): whole 2 MiB
+  // blocks of their own, so that no two buffers a test hands over share a block. A precaution,
+  // like holding freed buffers back (cudaFree below): the results "never written" seen on an
+  // H200 came from the judge's poison still queued when the worker ran, which the judge now
+  // waits for before each call.
+  const std::size_t asked = bytes;
+  if (kit::remote::calls_are_remote()) bytes = (bytes + kIpcBlock - 1) / kIpcBlock * kIpcBlock;
   const cudaError_t code = __real_cudaMalloc(pointer, bytes);
   if (code == cudaSuccess && pointer != nullptr && *pointer != nullptr) {
-    l.sizes[*pointer] = {bytes, ++l.made};
-    l.use.bytes += bytes;
+    l.sizes[*pointer] = {asked, ++l.made};
+    l.use.bytes += asked;
     ++l.use.allocations;
   }
   return code;
 }
 
 extern "C" cudaError_t __wrap_cudaFree(void* pointer) {
-  const cudaError_t code = __real_cudaFree(pointer);
-  if (code == cudaSuccess && pointer != nullptr) {
-    kit::Ledger& l = kit::ledger();
-    std::lock_guard<std::mutex> lock(l.mutex);
-    const auto found = l.sizes.find(pointer);
-    if (found != l.sizes.end()) {
-      l.use.bytes -= found->second.bytes;
-      --l.use.allocations;
-      l.sizes.erase(found);
+  kit::Ledger& l = kit::ledger();
+  std::unique_lock<std::mutex> lock(l.mutex);
+  const auto found = pointer != nullptr ? l.sizes.find(pointer) : l.sizes.end();
+  if (found != l.sizes.end()) {
+    l.use.bytes -= found->second.bytes;
+    --l.use.allocations;
+    const bool shared = found->second.exported;
+    l.sizes.erase(found);
+    if (shared) {
+      // A judge's buffer that a worker may still map (kit/remote.hpp): freed only once no
+      // worker runs (release_held_device_memory), so that its address cannot come back for a
+      // new allocation while a worker holds a mapping of the old one.
+      l.held.push_back(pointer);
+      return cudaSuccess;
     }
   }
-  return code;
+  lock.unlock();
+  return __real_cudaFree(pointer);
 }
+
+namespace kit {
+
+void mark_exported(const void* base) {
+  Ledger& l = ledger();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  const auto found = l.sizes.find(const_cast<void*>(base));
+  if (found != l.sizes.end()) found->second.exported = true;
+}
+
+void release_held_device_memory() {
+  Ledger& l = ledger();
+  std::vector<void*> held;
+  {
+    std::lock_guard<std::mutex> lock(l.mutex);
+    held.swap(l.held);
+  }
+  for (void* pointer : held) (void)__real_cudaFree(pointer);
+}
+
+}  // namespace kit

@@ -223,6 +223,11 @@ struct Workers {
   Worker student{Role::student};
   Worker reference{Role::reference};
   Worker& of(Role role) { return role == Role::student ? student : reference; }
+  // The buffers whose cudaFree was held back (kit/device_memory.hpp) are freed once no worker
+  // could map them.
+  void release_if_idle() {
+    if (student.pid() <= 0 && reference.pid() <= 0) release_held_device_memory();
+  }
 };
 
 Workers& workers() {
@@ -238,6 +243,7 @@ std::map<Role, std::string>& default_paths() {
 }  // namespace
 
 bool set_default_worker_path(Role role, const char* path) {
+  mark_calls_remote();  // a judge, from static initialisation on: before any buffer is made
   default_paths()[role] = path;
   return true;
 }
@@ -276,13 +282,21 @@ bool export_device_pointer(const void* pointer, DeviceRef& ref) {
   ref.offset = reinterpret_cast<CUdeviceptr>(pointer) - base;
   ref.size = size;
   ref.serial = allocation_serial(reinterpret_cast<void*>(base));
+  mark_exported(reinterpret_cast<void*>(base));
   return true;
 }
 
-std::vector<char> exchange(Role role, const std::string& name, std::vector<char> arguments) {
+std::vector<char> exchange(Role role, const std::string& name, std::vector<char> arguments,
+                           bool device_memory) {
+  if (device_memory) KIT_CUDA_CHECK(cudaDeviceSynchronize());
   Workers& w = workers();
   std::lock_guard<std::mutex> lock(w.mutex);
-  return w.of(role).exchange(name, std::move(arguments));
+  try {
+    return w.of(role).exchange(name, std::move(arguments));
+  } catch (...) {
+    w.release_if_idle();
+    throw;
+  }
 }
 
 long worker_pid(Role role) {
@@ -295,6 +309,7 @@ void stop_worker(Role role) {
   Workers& w = workers();
   std::lock_guard<std::mutex> lock(w.mutex);
   w.of(role).stop();
+  w.release_if_idle();
 }
 
 }  // namespace kit::remote

@@ -36,4 +36,9 @@ std::size_t device_memory_limit();
 // can give a new allocation at a freed one's address the same handle.
 std::uint64_t allocation_serial(const void* base);
 
+// A judge's buffer handed to its worker as an IPC handle: a cudaFree of it is held back until
+// release_held_device_memory, which the judge calls when that worker has ended.
+void mark_exported(const void* base);
+void release_held_device_memory();
+
 }  // namespace kit

@@ -185,6 +185,7 @@ class JudgeArgs {
     } else if (export_device_pointer(pointer, ref)) {
       e_.put<std::uint8_t>(1);
       e_.put(ref);
+      device_ = true;
     } else {
       e_.put<std::uint8_t>(2);
       e_.put(reinterpret_cast<std::uint64_t>(pointer));
@@ -214,23 +215,29 @@ class JudgeArgs {
     std::size_t bytes;
   };
   const std::vector<Out>& outs() const { return outs_; }
+  bool has_device_memory() const { return device_; }
 
  private:
   Encoder& e_;
   std::vector<Out> outs_;
+  bool device_ = false;
 };
 
 // Sends one request and returns the reply's payload (host arrays, then the result), or throws
 // what the worker's call threw: std::invalid_argument, std::out_of_range, kit::CudaError,
 // std::runtime_error; WorkerError when the worker died, hung or broke the protocol.
-std::vector<char> exchange(Role role, const std::string& name, std::vector<char> arguments);
+// With `device_memory`, the judge's own device work is finished first: its stream is not
+// ordered with the worker's, and a poison or fill still queued would land after the call.
+std::vector<char> exchange(Role role, const std::string& name, std::vector<char> arguments,
+                           bool device_memory);
 
 template <class Call, class R = void, class... A>
 R call(Role role, A... arguments) {
   Encoder e;
   JudgeArgs wire(e);
   Call::args(wire, arguments...);
-  const std::vector<char> reply = exchange(role, Call::name, std::move(e.buffer()));
+  const std::vector<char> reply =
+      exchange(role, Call::name, std::move(e.buffer()), wire.has_device_memory());
   Decoder d(reply.data(), reply.size());
   for (const JudgeArgs::Out& out : wire.outs()) {
     if (d.get<std::uint64_t>() != out.bytes)
@@ -247,7 +254,7 @@ R call(Role role, A... arguments) {
   }
 }
 
-// Whether this process is a judge whose lab calls go to a worker (set by the first call): the
+// Whether this process is a judge whose lab calls go to a worker (set as its calls register): the
 // timer then times each call by the host clock from request to verified reply, since the
 // worker's kernels run in its own CUDA context, where the judge's events cannot see them.
 bool calls_are_remote();
