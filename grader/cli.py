@@ -76,11 +76,18 @@ def build_parser() -> argparse.ArgumentParser:
         "grade",
         parents=[kit_option],
         help="grade submissions or a class",
-        description="Grades each submission (a folder, .zip, .tar, .tar.gz or .tgz) "
-        "or class (a folder of submissions). With none, grades the sample "
-        "class: the reference and one student per mutant.",
+        description="Grades each class (a folder of submissions: one folder, .zip, .tar, .tar.gz "
+        "or .tgz per student) and each submission archive named, and each --submission. With "
+        "none, grades the sample class: the reference and one student per mutant.",
     )
-    grade.add_argument("submissions", nargs="*", metavar="SUBMISSION_OR_CLASS")
+    grade.add_argument("submissions", nargs="*", metavar="CLASS_OR_ARCHIVE")
+    grade.add_argument(
+        "--submission",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="one submission (a folder or an archive), graded on its own; may be given again",
+    )
     grade.add_argument(
         "--labs", metavar="LIST", help="comma-separated labs to grade, e.g. 02,03 (default: all)"
     )
@@ -292,6 +299,7 @@ def build_for_this_machine(build: BuildConfig, gpus: list[str]) -> tuple[BuildCo
 def run_grade(kit: Kit, args: argparse.Namespace) -> int:
     out_dir = Path(args.out) if args.out else kit.root / "grades" / datetime.now().strftime("%Y%m%d-%H%M%S")
     paths = [Path(path).resolve() for path in args.submissions]
+    single = [Path(path).resolve() for path in args.submission]
     options = _grade_options(kit, args)
     build, note = build_for_this_machine(options.build, list(options.gpus or visible_gpus()))
     if note:
@@ -300,19 +308,19 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
     if not options.confine:
         print(f"{LOUD}\n--unconfined: student code runs without the sandbox; grade only code you trust")
         print(LOUD)
-    elif not paths and (check := detect()).sandbox is None:
+    elif not paths and not single and (check := detect()).sandbox is None:
         # The sample class is the kit's own code: graded anyway, but the reason is shown.
         print(
             f"{LOUD}\nno sandbox on this machine ({check.reason}): the sample class is graded "
             f"unconfined; a real class would be refused\n{LOUD}"
         )
         options = replace(options, confine=False)
-    if paths:
+    if paths or single:
         notes: list[str] = []
-        entries = find_submissions(paths, kit, notes)
+        entries = find_submissions(paths, notes, single)
         for note in notes:
             print(f"note: {note}")
-        scores = grade_class(kit, entries, options, out_dir, make_progress())
+        scores = grade_class(kit, entries, options, out_dir, make_progress(), notes)
     else:
         scores = grade_sample_class(kit, options, out_dir, make_progress())
     print(f"\nresults in {out_dir}: gradebook.csv, summary.txt, and <student>/results.json + feedback.txt")

@@ -2,6 +2,7 @@
 
 import io
 import os
+import re
 import tarfile
 import zipfile
 from pathlib import Path
@@ -9,7 +10,14 @@ from typing import Literal
 
 import pytest
 
-from grader.collect import MAX_FILE_BYTES, collect_submission, find_submissions, student_id_for
+from grader.collect import (
+    MAX_FILE_BYTES,
+    MAX_ID_BYTES,
+    collect_submission,
+    find_submissions,
+    student_id_for,
+)
+from grader.errors import GraderError
 from grader.rubric import find_kit_root, load_kit
 
 GOOD = b'#include "demo.h"\nint demo_host(int width) { return width; }\n'
@@ -174,59 +182,122 @@ def test_a_binary_file_is_refused(fake_kit, tmp_path):
     assert "not a text file" in reasons(submission)["demo.cu"]
 
 
-def test_a_corrupt_archive_is_a_grader_error_naming_it(fake_kit, tmp_path):
+def test_a_corrupt_archive_is_one_refusal_naming_it(fake_kit, tmp_path):
     path = tmp_path / "broken.zip"
     path.write_bytes(b"this is not a zip")
-    with pytest.raises(Exception, match="broken.zip cannot be read"):
-        collect_submission(path, fake_kit.kit)
+    submission = collect_submission(path, fake_kit.kit)
+    (refusal,) = submission.refused
+    assert refusal.whole and refusal.path == "broken.zip" and submission.files == {}
+    assert (
+        refusal.reason.startswith("cannot be read as a zip archive")
+        and "zip the files again" in refusal.reason
+    )
 
 
-def test_student_ids_drop_archive_extensions_and_odd_characters():
+def test_student_ids_are_normalised_folder_names():
     assert student_id_for(Path("alice.tar.gz")) == "alice"
-    assert student_id_for(Path("Bob Smith.zip")) == "Bob_Smith"
+    assert student_id_for(Path("Bob Smith.zip")) == "bob_smith"
     assert student_id_for(Path("carol")) == "carol"
+    assert student_id_for(Path("\uff21lice.zip")) == "alice"  # NFKC: a fullwidth A is an A
+    assert student_id_for(Path("Stra\u00dfe")) == "strasse"  # case folded, not only lowered
+    assert student_id_for(Path("-rf.zip")) == "rf" and student_id_for(Path("@sum.zip")) == "sum"
+    assert student_id_for(Path("a\nb\x1b[2J.zip")) == "a_b__2j"
+    long = student_id_for(Path("x" * 250 + ".zip"))
+    assert len(long.encode()) <= MAX_ID_BYTES and long.startswith("xxxx")
+    assert long != student_id_for(Path("x" * 249 + ".zip"))  # cut, but still told apart
 
 
-def test_find_submissions_tells_a_class_from_a_submission(fake_kit, tmp_path):
+def test_a_class_folder_is_always_a_folder_of_submissions(fake_kit, tmp_path):
     klass = tmp_path / "class"
     make_folder(klass / "alice", {"demo.cu": GOOD})
     make_zip(klass / "bob.zip", {"demo.cu": GOOD})
+    make_folder(klass / "labs", {"02_demo/demo.cu": GOOD})  # a student called labs
     (klass / "roster.csv").write_text("not a submission")
+    (klass / "demo.cu").write_bytes(GOOD)  # a stray lab file: not a reason to see one submission
     single = make_folder(tmp_path / "zed", {"demo.cu": GOOD})
-    found = find_submissions([klass, single], fake_kit.kit)
+    notes: list[str] = []
+    found = find_submissions([klass], notes, single=[single])
     assert [(sid, path.name) for sid, path in found] == [
         ("alice", "alice"),
         ("bob", "bob.zip"),
+        ("labs", "labs"),
         ("zed", "zed"),
     ]
+    assert len(notes) == 2 and all("not a submission" in note and "--submission" in note for note in notes)
+    assert notes[0].startswith("demo.cu: a file at the top of the class folder")
+    with pytest.raises(GraderError, match="holds no submission.*--submission"):
+        find_submissions([single])
 
 
-def test_a_student_who_uploaded_twice_is_graded_once_on_the_latest_and_told(fake_kit, tmp_path):
-    make_folder(tmp_path / "class" / "alice", {"demo.cu": GOOD})
-    make_zip(tmp_path / "class" / "alice.zip", {"demo.cu": GOOD})
-    make_folder(tmp_path / "class" / "bob", {"demo.cu": GOOD})
-    os.utime(tmp_path / "class" / "alice" / "demo.cu", (1_000_000, 1_000_000))
-    os.utime(tmp_path / "class" / "alice", (1_000_000, 1_000_000))
+def upload(klass: Path, name: str, data: bytes = GOOD) -> Path:
+    """An upload in the class folder, dated years ahead: file times must never decide."""
+    klass.mkdir(parents=True, exist_ok=True)
+    path = (
+        make_zip(klass / name, {"demo.cu": data})
+        if name.endswith(".zip")
+        else make_folder(klass / name, {"demo.cu": data})
+    )
+    os.utime(path, (4_000_000_000, 4_000_000_000))
+    return path
+
+
+def test_the_latest_upload_is_the_one_whose_name_says_so_never_the_newest_file(fake_kit, tmp_path):
+    klass = tmp_path / "class"
+    upload(klass, "alice_attempt_2024-11-20-09-00-00.zip")
+    make_zip(klass / "alice_attempt_2024-11-21-08-00-00.zip", {"demo.cu": GOOD})
+    upload(klass, "bob.zip")
+    make_zip(klass / "bob (2).zip", {"demo.cu": GOOD})
+    upload(klass, "carol")
+    make_zip(klass / "carol.zip", {"demo.cu": GOOD})
     notes: list[str] = []
-    found = find_submissions([tmp_path / "class", tmp_path / "class" / "bob"], fake_kit.kit, notes)
-    assert [(sid, path.name) for sid, path in found] == [("alice", "alice.zip"), ("bob", "bob")]
-    (note,) = notes  # bob named twice is one submission, not a re-submission
-    assert "alice: 2 submissions" in note and "grading the latest" in note and note.endswith("alice")
+    found = find_submissions([klass, klass / "carol.zip"], notes)  # carol.zip named twice: one upload
+    assert [(sid, path.name) for sid, path in found] == [
+        ("alice", "alice_attempt_2024-11-21-08-00-00.zip"),
+        ("bob", "bob (2).zip"),
+        ("carol", "carol.zip"),
+    ]
+    alice, bob, carol = notes
+    assert alice.startswith("alice: 2 submissions of one student; grading alice_attempt_2024-11-21")
+    assert "by the submission time or attempt number" in alice and alice.endswith(
+        "alice_attempt_2024-11-20-09-00-00.zip"
+    )
+    assert "bob (2).zip" in bob and bob.endswith("leaving out bob.zip")
+    # Nothing in carol's names says which is later: the last in name order, and the note says so.
+    assert "nothing in their names says which is the latest" in carol and carol.endswith("leaving out carol")
 
 
 def test_ids_that_differ_only_in_case_are_one_student(fake_kit, tmp_path):
     (tmp_path / "class").mkdir()
     make_zip(tmp_path / "class" / "Carol.zip", {"demo.cu": GOOD})
     make_zip(tmp_path / "class" / "carol.zip", {"demo.cu": GOOD})
-    os.utime(tmp_path / "class" / "Carol.zip", (1_000_000, 1_000_000))
     notes: list[str] = []
-    found = find_submissions([tmp_path / "class"], fake_kit.kit, notes)
-    assert [path.name for _, path in found] == ["carol.zip"] and len(notes) == 1
+    found = find_submissions([tmp_path / "class"], notes)
+    assert [(sid, path.name) for sid, path in found] == [("carol", "carol.zip")] and len(notes) == 1
+
+
+def test_names_that_make_one_id_are_different_students_with_ids_of_their_own(fake_kit, tmp_path):
+    klass = tmp_path / "class"
+    make_folder(klass / "o'brien", {"demo.cu": GOOD})
+    upload(klass, "o brien")  # files dated years ahead: still not a re-submission of o'brien's
+    make_folder(klass / "o_brien", {"demo.cu": GOOD})
+    upload(klass, "\uff41lice.zip")  # a fullwidth look-alike of alice, dated years ahead
+    make_zip(klass / "alice.zip", {"demo.cu": GOOD})
+    notes: list[str] = []
+    found = find_submissions([klass], notes)
+    ids = {path.name: sid for sid, path in found}
+    assert len(found) == 5 and len(set(ids.values())) == 5, ids
+    assert ids["o_brien"] == "o_brien" and ids["alice.zip"] == "alice"  # their own spelling
+    assert re.fullmatch(r"o_brien-[0-9a-f]{6}", ids["o'brien"]) and re.fullmatch(
+        r"o_brien-[0-9a-f]{6}", ids["o brien"]
+    )
+    assert re.fullmatch(r"alice-[0-9a-f]{6}", ids["\uff41lice.zip"])
+    assert found == find_submissions([klass])  # the same ids in every run
+    assert sum("different students" in note for note in notes) == 2
 
 
 def test_no_student_id_is_one_of_the_class_files():
     assert student_id_for(Path("gradebook.csv.zip")) == "gradebook.csv-student"
-    assert student_id_for(Path("Summary.TXT")) == "Summary.TXT-student"
+    assert student_id_for(Path("Summary.TXT")) == "summary.txt-student"
     assert student_id_for(Path("grading.json.tgz")) == "grading.json-student"
 
 

@@ -556,7 +556,7 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
     )
     notes: list[str] = []
     on_gpu = bool(visible_gpus())
-    entries = find_submissions([klass], kit, notes)
+    entries = find_submissions([klass], notes)
     out = Path(os.environ.get("KIT_HOSTILE_OUT", tmp_path / "out"))
     scores = {score.student_id: score for score in grade_class(kit, entries, options, out, QuietProgress())}
 

@@ -145,7 +145,7 @@ def test_grade_class_writes_every_report_even_when_grading_raises(fake_kit, tmp_
     with zipfile.ZipFile(klass / "bob.zip", "w") as archive:
         archive.writestr("bob/demo.cu", TRANSPOSED)
     (klass / "corrupt.zip").write_bytes(b"not a zip")
-    entries = cli.find_submissions([klass], fake_kit.kit)
+    entries = cli.find_submissions([klass])
     out = tmp_path / "grades"
     shown = io.StringIO()
     scores = grade_class(fake_kit.kit, entries, fake_kit.options(), out, PlainProgress(shown))
@@ -157,14 +157,17 @@ def test_grade_class_writes_every_report_even_when_grading_raises(fake_kit, tmp_
     for student in ("alice", "bob", "corrupt"):
         assert (out / student / "results.json").is_file() and (out / student / "feedback.txt").is_file()
     corrupt = json.loads((out / "corrupt" / "results.json").read_text())
-    assert "corrupt.zip cannot be read as a zip archive" in corrupt["output"]
+    assert "corrupt.zip: cannot be read as a zip archive" in corrupt["output"]
     rows = list(csv.reader((out / "gradebook.csv").open()))
     assert rows[1:] == [
         ["alice", "40", "20", "60", "60"],
         ["bob", "30", "0", "30", "60"],
         ["corrupt", "0", "0", "0", "60"],
     ]
-    assert "The grader failed on these submissions" in (out / "summary.txt").read_text()
+    # A damaged upload is the student's to send again, not a failure of the grader.
+    summary = (out / "summary.txt").read_text()
+    assert "The grader failed" not in summary and all(score.error is None for score in scores)
+    assert "Submissions not read in full" in summary and "  corrupt: corrupt.zip: cannot be read" in summary
     # The class's own files are exactly those no student id may take (collect.CLASS_FILES).
     assert {path.name for path in out.iterdir() if path.is_file()} == CLASS_FILES
 
