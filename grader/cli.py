@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -27,14 +31,52 @@ from .validate import format_table, run_validate, untested_tests
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        kit = load_kit(Path(args.kit))
-        return args.command(kit, args)
+        with stop_on_signals():
+            kit = load_kit(Path(args.kit))
+            return args.command(kit, args)
     except GraderError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("grader: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:
+        signum = interrupt.signum if isinstance(interrupt, Terminated) else signal.SIGINT
+        print(f"grader: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
+        return 128 + signum  # the shell's status for a process ended by that signal
+
+
+# What a job scheduler's time limit, `timeout` or a closed terminal sends: a run stops on them
+# as on Ctrl-C.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread as SIGINT raises KeyboardInterrupt, so that
+    the one stop path of Ctrl-C (pipeline.stop_run, by way of stoppable_pool, Engine and
+    grade_class) kills every process the run started and keeps the reports already written."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP stop the command as Ctrl-C does while it runs. Only the main thread
+    may set a handler (and only it receives signals): elsewhere this changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        for other in STOP_SIGNALS:  # once: a second signal must not break the stop under way
+            signal.signal(other, signal.SIG_IGN)
+        raise Terminated(signum)
+
+    previous = {signum: signal.signal(signum, interrupt) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def build_parser() -> argparse.ArgumentParser:
