@@ -368,16 +368,22 @@ def submission_from_files(student_id: str, files: dict[str, bytes], kit: Kit) ->
 def _folder_entries(root: Path, budget: _Budget) -> Iterator[_Entry]:
     """Depth first, each folder's entries in name order, without following links; a folder
     deeper than MAX_DEPTH is refused, not entered. Of one folder at most MAX_ENTRIES + 1 names
-    are listed: reading stops there anyway (_listed)."""
+    are listed: one with more stops the reading there, before any of its entries, since which
+    of them the system lists first is not the student's order."""
     stack: list[tuple[Path, str, int]] = [(root, "", 0)]
     while stack:
         folder, prefix, depth = stack.pop()
         try:
             with os.scandir(folder) as listing:
-                children = sorted(itertools.islice(listing, MAX_ENTRIES + 1), key=lambda child: child.name)
+                children = list(itertools.islice(listing, MAX_ENTRIES + 1))
         except OSError as error:
             yield _Entry(prefix or ".", "other", 0, _no_read, f"folder cannot be read ({error.strerror})")
             continue
+        if len(children) > MAX_ENTRIES:
+            raise _Stop(
+                f"the folder {escaped_name(prefix or root.name)} holds more than {MAX_ENTRIES} entries"
+            )
+        children.sort(key=lambda child: child.name)
         subfolders = []
         for child in children:
             path = prefix + child.name

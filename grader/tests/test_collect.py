@@ -1,18 +1,25 @@
 """collect.py: submissions as folders and archives, and everything that must be refused."""
 
+import gzip
 import io
 import os
 import re
 import tarfile
+import time
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Literal
 
 import pytest
 
 from grader.collect import (
+    MAX_DEPTH,
+    MAX_ENTRIES,
     MAX_FILE_BYTES,
     MAX_ID_BYTES,
+    MAX_RATIO,
+    MAX_REFUSALS,
     collect_submission,
     find_submissions,
     student_id_for,
@@ -411,3 +418,148 @@ def test_the_kits_lab_03_submitted_flat_keeps_its_answers(tmp_path):
     submission = collect_submission(make_zip(tmp_path / "student.zip", files), kit)
     assert submission.refused == []
     assert submission.files == {"03_tiled_matmul": files}
+
+
+# ---------------------------------------------------------------------------------------------
+# Bounded in every dimension (issue 28): each case is built here, at run time, small on disk.
+
+
+def deep_folder(root: Path, levels: int) -> Path:
+    """`levels` nested folders under root, made one level at a time (a single path of 1,100
+    levels is too long for one system call)."""
+    here = Path(os.getcwd())
+    os.makedirs(root, exist_ok=True)
+    try:
+        os.chdir(root)
+        for _ in range(levels):
+            os.mkdir("d")
+            os.chdir("d")
+        Path("demo.cu").write_bytes(GOOD)
+    finally:
+        os.chdir(here)
+    return root
+
+
+def remove_deep_folder(root: Path) -> None:
+    """rmtree recurses once per level; this does not."""
+    depth = 0
+    while (root / ("d/" * (depth + 1))).is_dir():
+        depth += 1
+    (root / ("d/" * depth) / "demo.cu").unlink()
+    for level in range(depth, 0, -1):
+        os.rmdir(root / ("d/" * level))
+
+
+def test_a_folder_1100_levels_deep_is_read_to_the_depth_limit_only(fake_kit, tmp_path):
+    root = deep_folder(tmp_path / "deep", 1100)
+    try:
+        (root / "other.cu").write_bytes(OTHER)
+        start = time.monotonic()
+        submission = collect_submission(root, fake_kit.kit)
+        assert time.monotonic() - start < 2
+        assert submission.files == {"03_other": {"other.cu": OTHER}}  # what is in reach is graded
+        ((path, reason),) = reasons(submission).items()
+        assert path == "d/" * (MAX_DEPTH - 1) + "d" and f"more than {MAX_DEPTH} levels deep" in reason
+        klass = tmp_path / "class"
+        klass.mkdir()
+        os.rename(root, klass / "deep")
+        assert [sid for sid, _ in find_submissions([klass])] == ["deep"]  # and no walk of it
+    finally:
+        remove_deep_folder(klass / "deep" if (tmp_path / "class" / "deep").exists() else root)
+
+
+def test_a_folder_of_thousands_of_files_stops_at_the_entry_limit_with_one_line(fake_kit, tmp_path):
+    root = make_folder(tmp_path / "many", {"demo.cu": GOOD, "build/a.txt": b""})
+    for index in range(MAX_ENTRIES + 500):
+        (root / "build" / f"junk{index:05d}.txt").write_bytes(b"")
+    start = time.monotonic()
+    submission = collect_submission(root, fake_kit.kit)
+    assert time.monotonic() - start < 5
+    assert submission.files == {"02_demo": {"demo.cu": GOOD}}  # read before the limit
+    ((path, reason),) = reasons(submission).items()
+    assert path == "many" and submission.refused[0].whole
+    assert reason.startswith(f"the folder build/ holds more than {MAX_ENTRIES} entries: the grader stopped")
+    # Across folders, the count stops the reading as well; the refusals are capped.
+    for index in range(MAX_ENTRIES + 500):
+        (root / f"junk{index % 3}").mkdir(exist_ok=True)
+        (root / "build" / f"junk{index:05d}.txt").rename(root / f"junk{index % 3}" / f"{index:05d}.txt")
+    submission = collect_submission(root, fake_kit.kit)
+    assert submission.refused[0].whole and f"more than {MAX_ENTRIES} entries" in submission.refused[0].reason
+    assert (
+        len(submission.refused) == MAX_REFUSALS
+        and "more entries were refused" in submission.refused[-1].reason
+    )
+    assert submission.files == {"02_demo": {"demo.cu": GOOD}}
+
+
+def tar_header(name: str, size: int) -> bytes:
+    """A ustar header claiming `size` bytes (GNU base-256 for sizes past 8 GiB)."""
+    info = tarfile.TarInfo(name)
+    info.size = size
+    return info.tobuf(format=tarfile.GNU_FORMAT)
+
+
+def test_a_tar_member_claiming_40_gib_stops_the_reading_before_anything_is_inflated(fake_kit, tmp_path):
+    good = make_tar(tmp_path / "x.tar", {"demo.cu": GOOD}, "w").read_bytes()[:1024]  # header + data
+    bomb = tmp_path / "bomb.tar"  # named .tar, but gzip inside, as the issue's was
+    bomb.write_bytes(gzip.compress(good + tar_header("zeros.bin", 40 << 30) + b"\0" * 8192))
+    assert bomb.stat().st_size < 2000
+    start = time.monotonic()
+    submission = collect_submission(bomb, fake_kit.kit)
+    assert time.monotonic() - start < 1
+    assert submission.files == {"02_demo": {"demo.cu": GOOD}}
+    stop = submission.refused[0]
+    assert (
+        stop.whole
+        and "zeros.bin is 40 GiB" in stop.reason
+        and "stopped reading after zeros.bin" in stop.reason
+    )
+
+
+def test_a_compression_bomb_stops_at_the_ratio_limit(fake_kit, tmp_path):
+    """16 MiB of zeros in a tar.gz of 16 KiB: the grader decompresses about two megabytes of it."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: the gzip format
+    parts = [packer.compress(tar_header("zeros.bin", 16 << 20))]
+    zeros = bytes(1 << 20)
+    parts += [packer.compress(zeros) for _ in range(16)]
+    data = make_tar(tmp_path / "x.tar", {"demo.cu": GOOD}, "w").read_bytes()
+    parts += [packer.compress(data), packer.flush()]
+    bomb = tmp_path / "bomb.tgz"
+    bomb.write_bytes(b"".join(parts))
+    start = time.monotonic()
+    submission = collect_submission(bomb, fake_kit.kit)
+    assert time.monotonic() - start < 2
+    stop = submission.refused[0]
+    assert stop.whole and f"more than {MAX_RATIO} to 1" in stop.reason and submission.files == {}
+
+
+def test_names_that_are_not_utf8_too_long_or_hold_control_characters_are_refused_and_shown_escaped(
+    fake_kit, tmp_path
+):
+    forged = "x.cu\nScore: 100/100\x1b[2J\u202e"
+    path = tmp_path / "names.tar"
+    with tarfile.open(path, "w", encoding="utf-8", errors="surrogateescape") as archive:
+        for name, data in (
+            ("na\udcefve.cu", GOOD),
+            ("y" * 600 + ".cu", GOOD),
+            (forged, GOOD),
+            ("demo.cu", GOOD),
+        ):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    submission = collect_submission(path, fake_kit.kit)
+    assert submission.files == {"02_demo": {"demo.cu": GOOD}}
+    refused = reasons(submission)
+    assert "not UTF-8" in refused["na\\xefve.cu"]
+    (long,) = [path for path in refused if path.startswith("yyy")]
+    assert len(long) < 200 and "a name of 603 bytes" in refused[long]
+    assert "x.cu\\nScore: 100/100\\x1b[2J\\u202e" in refused
+    for path, reason in refused.items():
+        assert (path + reason).isprintable(), (path, reason)
+
+
+def test_a_zip_whose_directory_lists_too_many_entries_is_not_opened(fake_kit, tmp_path):
+    path = make_zip(tmp_path / "many.zip", {f"f{index}": b"" for index in range(MAX_ENTRIES + 1)})
+    (refusal,) = collect_submission(path, fake_kit.kit).refused
+    assert refusal.whole and f"lists {MAX_ENTRIES + 1} entries" in refusal.reason
