@@ -289,10 +289,11 @@ def _unique_ids(uploads: list[Upload], notes: list[str]) -> dict[str, str]:
             plain = len(same) == 1 or upload.name == student_id
             ids[upload.name] = student_id if plain else f"{student_id}-{_digest(upload.name, 6)}"
         if len(same) > 1:
-            shown = ", ".join(f"{escaped_name(u.path.name)} as {ids[u.name]}" for u in same)
+            # Spelt in ASCII: a look-alike must look different here.
+            shown = "; ".join(f"{ascii(escaped_name(u.path.name))[1:-1]} as {ids[u.name]}" for u in same)
             notes.append(
                 f"{student_id}: {len(same)} different names make this id; they are different "
-                f"students, graded as {shown}"
+                f"students: {shown}"
             )
     return ids
 
