@@ -29,6 +29,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import IO, BinaryIO, cast
@@ -142,13 +143,26 @@ def is_archive(path: Path) -> bool:
 
 
 # A submission time at the end of an upload's name, as LMS exports write it (Blackboard's
-# "_attempt_2024-11-20-14-30-05", or "-20241120T143005"), and an attempt number ("_attempt_2",
-# or the " (2)" of a second download of one name).
+# "_attempt_2024-11-20-14-30-05", or "-2024-11-20T14.30" or "-20241120T143005"), and an attempt
+# number ("_attempt_2", or the " (2)" of a second download of one name). Only these forms, with
+# a real date: a student number at the end of a name (jdoe_20150312) is part of the name.
 _WHEN = re.compile(
-    r"[ _-]+(?:attempt[ _-]*)?(?P<when>\d{4}-?\d{2}-?\d{2}(?:[ _T-]?\d{2}[-:.]?\d{2}(?:[-:.]?\d{2})?)?)$",
+    r"[ _-]+(?:attempt[ _-]*)?"
+    r"(?:(?P<date>(?:19|20)\d\d-\d\d-\d\d)(?:[ _T-](?P<time>\d\d[-:.]\d\d(?:[-:.]\d\d)?))?"
+    r"|(?P<compact>(?:19|20)\d{6}T\d{6}))$",
     re.IGNORECASE,
 )
 _ATTEMPT = re.compile(r"(?:[ _-]+attempt[ _-]*(?P<attempt>\d{1,6})|\s*\((?P<copy>\d{1,6})\))$", re.IGNORECASE)
+
+
+def _submission_time(found: re.Match[str]) -> str:
+    """The time a _WHEN match names, as 14 digits (YYYYMMDDHHMMSS), or "" if it is no real time."""
+    digits = re.sub(r"\D", "", found["compact"] or found["date"] + (found["time"] or "")).ljust(14, "0")
+    try:
+        datetime.strptime(digits, "%Y%m%d%H%M%S")
+    except ValueError:
+        return ""
+    return digits
 
 
 @dataclass(frozen=True)
@@ -170,8 +184,7 @@ def upload_of(path: Path) -> Upload:
             stem = stem[: -len(suffix)]
             break
     when, attempt = "", 0
-    if (found := _WHEN.search(stem)) and found.start() > 0:
-        when = re.sub(r"\D", "", found["when"]).ljust(14, "0")
+    if (found := _WHEN.search(stem)) and found.start() > 0 and (when := _submission_time(found)):
         stem = stem[: found.start()]
     elif (found := _ATTEMPT.search(stem)) and found.start() > 0:
         attempt = int(found["attempt"] or found["copy"])
@@ -311,6 +324,11 @@ def _class_members(folder: Path, notes: list[str]) -> list[Upload]:
             )
         elif child.is_dir() or is_archive(child):
             members.append(upload_of(child))
+            if child.name == "labs":  # most likely a submission named as a class by mistake
+                notes.append(
+                    f"labs: graded as a student called labs; if {escaped(str(folder))} is one "
+                    "submission, grade it with --submission PATH"
+                )
         else:
             notes.append(
                 f"{shown}: a file at the top of the class folder {escaped(str(folder))}, not a "

@@ -23,6 +23,7 @@ from grader.collect import (
     collect_submission,
     find_submissions,
     student_id_for,
+    upload_of,
 )
 from grader.errors import GraderError
 from grader.rubric import find_kit_root, load_kit
@@ -230,8 +231,9 @@ def test_a_class_folder_is_always_a_folder_of_submissions(fake_kit, tmp_path):
         ("labs", "labs"),
         ("zed", "zed"),
     ]
-    assert len(notes) == 2 and all("not a submission" in note and "--submission" in note for note in notes)
+    assert len(notes) == 3 and all("--submission" in note for note in notes)
     assert notes[0].startswith("demo.cu: a file at the top of the class folder")
+    assert notes[1].startswith("labs: graded as a student called labs")
     with pytest.raises(GraderError, match="holds no submission.*--submission"):
         find_submissions([single])
 
@@ -271,6 +273,25 @@ def test_the_latest_upload_is_the_one_whose_name_says_so_never_the_newest_file(f
     assert "bob (2).zip" in bob and bob.endswith("leaving out bob.zip")
     # Nothing in carol's names says which is later: the last in name order, and the note says so.
     assert "nothing in their names says which is the latest" in carol and carol.endswith("leaving out carol")
+
+
+@pytest.mark.parametrize(
+    ("name", "student", "when", "attempt"),
+    [
+        ("alice_attempt_2024-11-20-14-30-05.zip", "alice", "20241120143005", 0),
+        ("alice-2024-11-20T14.30.tgz", "alice", "20241120143000", 0),
+        ("Alice_20241120T143005", "alice", "20241120143005", 0),
+        ("alice_2024-11-20", "alice", "20241120000000", 0),
+        ("alice_attempt_3.zip", "alice", "", 3),
+        ("alice (2).zip", "alice", "", 2),
+        ("jdoe_20150312.zip", "jdoe_20150312", "", 0),  # a student number, not a date
+        ("jdoe_2015-13-45.zip", "jdoe_2015-13-45", "", 0),  # no such date
+        ("2024-11-20.zip", "2024-11-20", "", 0),  # nothing else: a name, not a time
+    ],
+)
+def test_a_submission_time_or_attempt_at_the_end_of_a_name_orders_uploads(name, student, when, attempt):
+    upload = upload_of(Path(name))
+    assert (upload.student_id, upload.when, upload.attempt) == (student, when, attempt)
 
 
 def test_ids_that_differ_only_in_case_are_one_student(fake_kit, tmp_path):

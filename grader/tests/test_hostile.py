@@ -135,15 +135,16 @@ def reference_of(*paths: str) -> Callable[[Files, Path], None]:
 
 
 def uploaded_twice(reference: Files, folder: Path) -> None:
-    # An LMS re-submission: a broken first upload, then the fixed one, a minute later.
+    # An LMS re-submission: a broken first upload, then the fixed one, which the export names
+    # "(2)". The first is dated years ahead: file times, which a student sets, decide nothing.
     old = folder.with_name(folder.name + ".tar.gz")
     with tarfile.open(old, "w:gz") as archive:
         data = b"this does not compile\n"
         info = tarfile.TarInfo(LAB02)
         info.size = len(data)
         archive.addfile(info, io.BytesIO(data))
-    os.utime(old, (time.time() - 60, time.time() - 60))
-    with zipfile.ZipFile(folder.with_name(folder.name + ".zip"), "w") as archive:
+    os.utime(old, (time.time() + 10 * 365 * 86400, time.time() + 10 * 365 * 86400))
+    with zipfile.ZipFile(folder.with_name(folder.name + " (2).zip"), "w") as archive:
         archive.writestr(LAB02, reference[LAB02])
 
 
