@@ -175,10 +175,12 @@ def _test_lines(lab: LabScore, test: TestScore, show_details: bool) -> list[str]
         return [f"not run: {lab.problem} (see the lab's messages)"]
     lines = list(test.reasons) + [f"hint: {hint}" for hint in grouped_hints(test.hints)]
     if show_details and test.status not in (Status.PASSED, Status.SKIPPED):
+        # Lines end at "\n" only: a \r or \u2028 from the student's output is shown escaped,
+        # never made a line of its own.
         shown = [
             line
             for detail in test.details
-            for line in detail.splitlines()
+            for line in detail.split("\n")
             if not line.strip().lower().startswith("hint:")
         ]
         lines += shown[:DETAILS_SHOWN_LINES]
@@ -217,7 +219,7 @@ def _refusal_lines(score: SubmissionScore) -> list[str]:
 
 
 def _indented(text: str, prefix: str) -> list[str]:
-    return [prefix + line for line in text.splitlines()]
+    return [prefix + line for line in text.rstrip("\n").split("\n")] if text.strip() else []
 
 
 def write_submission_report(folder: Path, score: SubmissionScore) -> None:
@@ -226,13 +228,19 @@ def write_submission_report(folder: Path, score: SubmissionScore) -> None:
     killed at any moment leaves either the whole report or none (and resume grades it again)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".partial-{folder.name}-", dir=folder.parent))
-    for lab in score.labs:
-        for name, data in lab.charts.files.items():
-            (staging / f"lab{lab.lab_id}").mkdir(exist_ok=True)
-            (staging / f"lab{lab.lab_id}" / name).write_bytes(data)
-    (staging / "results.json").write_text(json.dumps(results_json(score), indent=2) + "\n", encoding="utf-8")
-    (staging / "feedback.txt").write_text(feedback_text(score), encoding="utf-8")
-    (staging / SCORE_FILE).write_text(json.dumps(score_to_json(score), indent=1) + "\n", encoding="utf-8")
+    try:
+        for lab in score.labs:
+            for name, data in lab.charts.files.items():
+                (staging / f"lab{lab.lab_id}").mkdir(exist_ok=True)
+                (staging / f"lab{lab.lab_id}" / name).write_bytes(data)
+        (staging / "results.json").write_text(
+            json.dumps(results_json(score), indent=2) + "\n", encoding="utf-8"
+        )
+        (staging / "feedback.txt").write_text(feedback_text(score), encoding="utf-8")
+        (staging / SCORE_FILE).write_text(json.dumps(score_to_json(score), indent=1) + "\n", encoding="utf-8")
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # no half-written report is left behind
+        raise
     if folder.exists():  # a regrade: the old report goes only once the new one is complete
         old = folder.parent / f".old-{folder.name}-{os.getpid()}"
         os.rename(folder, old)
