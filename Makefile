@@ -3,6 +3,7 @@
 # and the lint tools).
 #
 #   make grade [SUBMISSIONS="class/ alice.zip"] [LABS=02]   grade (default: the sample class)
+#   make grade SUBMISSION=path/to/bob                       grade one submission folder on its own
 #   make test                                               lint, then build and run every test
 #   make lint                                               ruff, mypy and clang-format, where installed
 #   make check LAB=02                                       a student checks one lab
@@ -17,6 +18,7 @@ BUILD ?= build
 LAB ?=
 LABS ?=
 SUBMISSIONS ?=
+SUBMISSION ?=
 OUT ?=
 CMAKE_ARGS ?=
 export PATH := $(PATH):/usr/local/cuda/bin
@@ -27,6 +29,7 @@ PY = $(shell cat $(BUILD)/.kit-python 2>/dev/null || echo python3)
 GENERATOR = $(if $(shell command -v ninja),-G Ninja,)
 labs_arg = $(if $(LABS),--labs $(LABS),)
 out_arg = $(if $(OUT),--out $(OUT),)
+submission_arg = $(if $(SUBMISSION),--submission $(SUBMISSION),)
 
 .PHONY: help setup setup-dev build lint test check grade grade-bench validate handout student-kit plots bench clean
 
@@ -67,7 +70,7 @@ check: setup
 	$(PY) -m grader check --lab $(LAB)
 
 grade: setup
-	$(PY) -m grader grade $(labs_arg) $(out_arg) $(SUBMISSIONS)
+	$(PY) -m grader grade $(labs_arg) $(out_arg) $(submission_arg) $(SUBMISSIONS)
 
 validate: setup
 	$(PY) -m grader validate $(labs_arg)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -27,14 +31,52 @@ from .validate import format_table, run_validate, untested_tests
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        kit = load_kit(Path(args.kit))
-        return args.command(kit, args)
+        with stop_on_signals():
+            kit = load_kit(Path(args.kit))
+            return args.command(kit, args)
     except GraderError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("grader: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:
+        signum = interrupt.signum if isinstance(interrupt, Terminated) else signal.SIGINT
+        print(f"grader: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
+        return 128 + signum  # the shell's status for a process ended by that signal
+
+
+# What a job scheduler's time limit, `timeout` or a closed terminal sends: a run stops on them
+# as on Ctrl-C.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread as SIGINT raises KeyboardInterrupt, so that
+    the one stop path of Ctrl-C (pipeline.stop_run, by way of stoppable_pool, Engine and
+    grade_class) kills every process the run started and keeps the reports already written."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP stop the command as Ctrl-C does while it runs. Only the main thread
+    may set a handler (and only it receives signals): elsewhere this changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        for other in STOP_SIGNALS:  # once: a second signal must not break the stop under way
+            signal.signal(other, signal.SIG_IGN)
+        raise Terminated(signum)
+
+    previous = {signum: signal.signal(signum, interrupt) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,11 +118,18 @@ def build_parser() -> argparse.ArgumentParser:
         "grade",
         parents=[kit_option],
         help="grade submissions or a class",
-        description="Grades each submission (a folder, .zip, .tar, .tar.gz or .tgz) "
-        "or class (a folder of submissions). With none, grades the sample "
-        "class: the reference and one student per mutant.",
+        description="Grades each class (a folder of submissions: one folder, .zip, .tar, .tar.gz "
+        "or .tgz per student) and each submission archive named, and each --submission. With "
+        "none, grades the sample class: the reference and one student per mutant.",
     )
-    grade.add_argument("submissions", nargs="*", metavar="SUBMISSION_OR_CLASS")
+    grade.add_argument("submissions", nargs="*", metavar="CLASS_OR_ARCHIVE")
+    grade.add_argument(
+        "--submission",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="one submission (a folder or an archive), graded on its own; may be given again",
+    )
     grade.add_argument(
         "--labs", metavar="LIST", help="comma-separated labs to grade, e.g. 02,03 (default: all)"
     )
@@ -292,6 +341,7 @@ def build_for_this_machine(build: BuildConfig, gpus: list[str]) -> tuple[BuildCo
 def run_grade(kit: Kit, args: argparse.Namespace) -> int:
     out_dir = Path(args.out) if args.out else kit.root / "grades" / datetime.now().strftime("%Y%m%d-%H%M%S")
     paths = [Path(path).resolve() for path in args.submissions]
+    single = [Path(path).resolve() for path in args.submission]
     options = _grade_options(kit, args)
     build, note = build_for_this_machine(options.build, list(options.gpus or visible_gpus()))
     if note:
@@ -300,19 +350,19 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
     if not options.confine:
         print(f"{LOUD}\n--unconfined: student code runs without the sandbox; grade only code you trust")
         print(LOUD)
-    elif not paths and (check := detect()).sandbox is None:
+    elif not paths and not single and (check := detect()).sandbox is None:
         # The sample class is the kit's own code: graded anyway, but the reason is shown.
         print(
             f"{LOUD}\nno sandbox on this machine ({check.reason}): the sample class is graded "
             f"unconfined; a real class would be refused\n{LOUD}"
         )
         options = replace(options, confine=False)
-    if paths:
+    if paths or single:
         notes: list[str] = []
-        entries = find_submissions(paths, kit, notes)
+        entries = find_submissions(paths, notes, single)
         for note in notes:
             print(f"note: {note}")
-        scores = grade_class(kit, entries, options, out_dir, make_progress())
+        scores = grade_class(kit, entries, options, out_dir, make_progress(), notes)
     else:
         scores = grade_sample_class(kit, options, out_dir, make_progress())
     print(f"\nresults in {out_dir}: gradebook.csv, summary.txt, and <student>/results.json + feedback.txt")

@@ -317,7 +317,12 @@ class Engine:
             _fill_ungraded_labs(score, labs_for(student_id) if labs_for else self.options.labs)
             # Stopped after its last test ran: some of its tests may have been killed.
             if done is not None and not self.scheduler.stopped:
-                done(score)
+                try:
+                    done(score)
+                except Exception as error:  # its report, too, costs this submission alone
+                    score.error = (score.error + "\n" if score.error else "") + (
+                        f"its report could not be written: {type(error).__name__}: {error}"
+                    )
             return score
 
         self.harness()  # once, before anything runs: a kit that does not build stops the run here
@@ -360,8 +365,10 @@ def grade_class(
     options: GradeOptions,
     out_dir: Path,
     progress: Progress | None = None,
+    notes: Sequence[str] = (),
 ) -> list[SubmissionScore]:
     """Grades every (student id, path), writing each report as it finishes; returns the scores.
+    `notes` (what collect.find_submissions said about the class folder) go into the summary.
 
     An --out folder that holds an earlier run of the same labs is resumed: submissions with a
     complete report are kept (unless options.regrade), the rest are graded, and the class files
@@ -404,13 +411,16 @@ def grade_class(
         progress.close()
     by_id = {**kept, **graded}
     scores = [by_id[student_id] for student_id, _ in entries]
-    write_class_files(out_dir, scores, options.labs)
+    write_class_files(out_dir, scores, options.labs, notes)
     return scores
 
 
-def write_class_files(out_dir: Path, scores: list[SubmissionScore], labs: list[Lab]) -> None:
+def write_class_files(
+    out_dir: Path, scores: list[SubmissionScore], labs: list[Lab], notes: Sequence[str] = ()
+) -> None:
     write_gradebook(out_dir / "gradebook.csv", scores, [lab.id for lab in labs])
-    write_atomically(out_dir / "summary.txt", summary_text(scores, {lab.id: lab.title for lab in labs}))
+    titles = {lab.id: lab.title for lab in labs}
+    write_atomically(out_dir / "summary.txt", summary_text(scores, titles, notes))
 
 
 def _open_out_dir(out_dir: Path, options: GradeOptions) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .charts import Charts
 from .collect import Refusal
+from .escape import escaped
 from .run import Status
 from .score import CheckResult, LabScore, SubmissionScore, TestScore, lab_statistics
 
@@ -63,7 +64,7 @@ def results_json(score: SubmissionScore) -> dict:
     return {
         "score": score.points,
         "execution_time": round(score.duration),
-        "output": _overall_output(score),
+        "output": escaped(_overall_output(score), newlines=True),
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
@@ -76,7 +77,7 @@ def _gradescope_test(lab: LabScore, test: TestScore) -> dict:
         "score": test.points,
         "max_score": test.max_points,
         "status": "passed" if test.full_marks else "failed",  # Gradescope's two words, not a Status
-        "output": "\n".join(_test_lines(lab, test, show_details=True)),
+        "output": escaped("\n".join(_test_lines(lab, test, show_details=True)), newlines=True),
         "visibility": test.visibility,
     }
 
@@ -131,7 +132,8 @@ def feedback_text(score: SubmissionScore) -> str:
         ]
     else:
         lines += ["", f"Score: {format_points(score.points)}/{format_points(score.max_points)}"]
-    return "\n".join(lines) + "\n"
+    # Names and messages from the submission are shown, never obeyed (grader/escape.py).
+    return escaped("\n".join(lines), newlines=True) + "\n"
 
 
 def lab_feedback_lines(lab: LabScore, student: bool = False) -> list[str]:
@@ -173,10 +175,12 @@ def _test_lines(lab: LabScore, test: TestScore, show_details: bool) -> list[str]
         return [f"not run: {lab.problem} (see the lab's messages)"]
     lines = list(test.reasons) + [f"hint: {hint}" for hint in grouped_hints(test.hints)]
     if show_details and test.status not in (Status.PASSED, Status.SKIPPED):
+        # Lines end at "\n" only: a \r or \u2028 from the student's output is shown escaped,
+        # never made a line of its own.
         shown = [
             line
             for detail in test.details
-            for line in detail.splitlines()
+            for line in detail.split("\n")
             if not line.strip().lower().startswith("hint:")
         ]
         lines += shown[:DETAILS_SHOWN_LINES]
@@ -215,7 +219,7 @@ def _refusal_lines(score: SubmissionScore) -> list[str]:
 
 
 def _indented(text: str, prefix: str) -> list[str]:
-    return [prefix + line for line in text.splitlines()]
+    return [prefix + line for line in text.rstrip("\n").split("\n")] if text.strip() else []
 
 
 def write_submission_report(folder: Path, score: SubmissionScore) -> None:
@@ -224,13 +228,19 @@ def write_submission_report(folder: Path, score: SubmissionScore) -> None:
     killed at any moment leaves either the whole report or none (and resume grades it again)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".partial-{folder.name}-", dir=folder.parent))
-    for lab in score.labs:
-        for name, data in lab.charts.files.items():
-            (staging / f"lab{lab.lab_id}").mkdir(exist_ok=True)
-            (staging / f"lab{lab.lab_id}" / name).write_bytes(data)
-    (staging / "results.json").write_text(json.dumps(results_json(score), indent=2) + "\n", encoding="utf-8")
-    (staging / "feedback.txt").write_text(feedback_text(score), encoding="utf-8")
-    (staging / SCORE_FILE).write_text(json.dumps(score_to_json(score), indent=1) + "\n", encoding="utf-8")
+    try:
+        for lab in score.labs:
+            for name, data in lab.charts.files.items():
+                (staging / f"lab{lab.lab_id}").mkdir(exist_ok=True)
+                (staging / f"lab{lab.lab_id}" / name).write_bytes(data)
+        (staging / "results.json").write_text(
+            json.dumps(results_json(score), indent=2) + "\n", encoding="utf-8"
+        )
+        (staging / "feedback.txt").write_text(feedback_text(score), encoding="utf-8")
+        (staging / SCORE_FILE).write_text(json.dumps(score_to_json(score), indent=1) + "\n", encoding="utf-8")
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # no half-written report is left behind
+        raise
     if folder.exists():  # a regrade: the old report goes only once the new one is complete
         old = folder.parent / f".old-{folder.name}-{os.getpid()}"
         os.rename(folder, old)
@@ -314,11 +324,19 @@ def gpu_skip_line(tests: Iterable[TestScore]) -> str | None:
     return f"{len(skipped)} GPU tests were not run on this machine, the first because: {reason}"
 
 
-def summary_text(scores: list[SubmissionScore], lab_titles: dict[str, str]) -> str:
+SUMMARY_PATHS_SHOWN = 5  # refused files named per submission in the summary; feedback.txt has all
+
+
+def summary_text(scores: list[SubmissionScore], lab_titles: dict[str, str], notes: Sequence[str] = ()) -> str:
+    """The class summary; `notes`: what was said about the class folder itself (a stray file,
+    an upload left out as an older one, ids told apart), for the instructor to act on."""
     lines = [f"Class summary: {len(scores)} submissions"]
     notice = gpu_skip_notice(scores)
     if notice:
         lines += ["", LOUD, notice, LOUD]
+    if notes:
+        lines += ["", "About the class folder (not graded, or graded as said):"]
+        lines += [f"  {note}" for note in notes]
     for lab_id, title in lab_titles.items():
         lines += [""] + _lab_summary(lab_id, title, scores)
     totals = [score.points for score in scores]
@@ -333,13 +351,21 @@ def summary_text(scores: list[SubmissionScore], lab_titles: dict[str, str]) -> s
     if errors:
         lines += ["", "The grader failed on these submissions (their scores are incomplete):"]
         lines += [f"  {score.student_id}: {score.error}" for score in errors]
-    refused = [score for score in scores if score.refused]
+    unread = [(score.student_id, item) for score in scores for item in score.refused if item.whole]
+    if unread:
+        lines += ["", "Submissions not read in full (graded on what could be read):"]
+        lines += [f"  {student}: {item.path}: {item.reason}" for student, item in unread]
+    refused = [score for score in scores if any(not item.whole for item in score.refused)]
     if refused:
         lines += ["", "Submissions with files not accepted (read the reasons in their feedback.txt):"]
-        lines += [
-            f"  {score.student_id}: " + ", ".join(item.path for item in score.refused) for score in refused
-        ]
-    return "\n".join(lines) + "\n"
+        lines += [f"  {score.student_id}: {_some_paths(score.refused)}" for score in refused]
+    return escaped("\n".join(lines), newlines=True) + "\n"
+
+
+def _some_paths(refused: list[Refusal]) -> str:
+    paths = [item.path for item in refused if not item.whole]
+    more = len(paths) - SUMMARY_PATHS_SHOWN
+    return ", ".join(paths[:SUMMARY_PATHS_SHOWN]) + (f" and {more} more" if more > 0 else "")
 
 
 def _lab_summary(lab_id: str, title: str, scores: list[SubmissionScore]) -> list[str]:

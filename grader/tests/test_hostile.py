@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from grader.build import BuildConfig
-from grader.collect import find_submissions
+from grader.collect import find_submissions, student_id_for
 from grader.mutants import reference_files
 from grader.pipeline import GradeOptions, grade_class
 from grader.progress import QuietProgress
@@ -135,15 +135,16 @@ def reference_of(*paths: str) -> Callable[[Files, Path], None]:
 
 
 def uploaded_twice(reference: Files, folder: Path) -> None:
-    # An LMS re-submission: a broken first upload, then the fixed one, a minute later.
+    # An LMS re-submission: a broken first upload, then the fixed one, which the export names
+    # "(2)". The first is dated years ahead: file times, which a student sets, decide nothing.
     old = folder.with_name(folder.name + ".tar.gz")
     with tarfile.open(old, "w:gz") as archive:
         data = b"this does not compile\n"
         info = tarfile.TarInfo(LAB02)
         info.size = len(data)
         archive.addfile(info, io.BytesIO(data))
-    os.utime(old, (time.time() - 60, time.time() - 60))
-    with zipfile.ZipFile(folder.with_name(folder.name + ".zip"), "w") as archive:
+    os.utime(old, (time.time() + 10 * 365 * 86400, time.time() + 10 * 365 * 86400))
+    with zipfile.ZipFile(folder.with_name(folder.name + " (2).zip"), "w") as archive:
         archive.writestr(LAB02, reference[LAB02])
 
 
@@ -556,7 +557,7 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
     )
     notes: list[str] = []
     on_gpu = bool(visible_gpus())
-    entries = find_submissions([klass], kit, notes)
+    entries = find_submissions([klass], notes)
     out = Path(os.environ.get("KIT_HOSTILE_OUT", tmp_path / "out"))
     scores = {score.student_id: score for score in grade_class(kit, entries, options, out, QuietProgress())}
 
@@ -576,7 +577,7 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
     # KIT_HOSTILE_OUT names where they go).
     table = ["| case | attack | expected | observed |", "| --- | --- | --- | --- |"]
     for case in CASES:
-        student = "gradebook.csv-student" if case.name == "gradebook.csv" else case.name
+        student = student_id_for(Path(case.name))  # case folded: writes-past-P is writes-past-p
         score = scores.get(student)
         if score is None:
             failures.append(f"{case.name}: not graded")

@@ -145,7 +145,7 @@ def test_grade_class_writes_every_report_even_when_grading_raises(fake_kit, tmp_
     with zipfile.ZipFile(klass / "bob.zip", "w") as archive:
         archive.writestr("bob/demo.cu", TRANSPOSED)
     (klass / "corrupt.zip").write_bytes(b"not a zip")
-    entries = cli.find_submissions([klass], fake_kit.kit)
+    entries = cli.find_submissions([klass])
     out = tmp_path / "grades"
     shown = io.StringIO()
     scores = grade_class(fake_kit.kit, entries, fake_kit.options(), out, PlainProgress(shown))
@@ -157,14 +157,17 @@ def test_grade_class_writes_every_report_even_when_grading_raises(fake_kit, tmp_
     for student in ("alice", "bob", "corrupt"):
         assert (out / student / "results.json").is_file() and (out / student / "feedback.txt").is_file()
     corrupt = json.loads((out / "corrupt" / "results.json").read_text())
-    assert "corrupt.zip cannot be read as a zip archive" in corrupt["output"]
+    assert "corrupt.zip: cannot be read as a zip archive" in corrupt["output"]
     rows = list(csv.reader((out / "gradebook.csv").open()))
     assert rows[1:] == [
         ["alice", "40", "20", "60", "60"],
         ["bob", "30", "0", "30", "60"],
         ["corrupt", "0", "0", "0", "60"],
     ]
-    assert "The grader failed on these submissions" in (out / "summary.txt").read_text()
+    # A damaged upload is the student's to send again, not a failure of the grader.
+    summary = (out / "summary.txt").read_text()
+    assert "The grader failed" not in summary and all(score.error is None for score in scores)
+    assert "Submissions not read in full" in summary and "  corrupt: corrupt.zip: cannot be read" in summary
     # The class's own files are exactly those no student id may take (collect.CLASS_FILES).
     assert {path.name for path in out.iterdir() if path.is_file()} == CLASS_FILES
 
@@ -428,3 +431,52 @@ def test_ctrl_c_in_a_stoppable_pool_kills_its_processes_and_skips_its_queued_wor
     for future in queued:
         assert future.cancelled() or isinstance(future.exception(), Stopped)
     assert scheduler.wait_until_idle(timeout=0)
+
+
+def test_a_report_that_cannot_be_written_costs_only_its_submission(fake_kit, tmp_path, monkeypatch):
+    klass = tmp_path / "class"
+    folder(klass / "alice", {"demo.cu": GOOD_02, "other.cu": GOOD_03})
+    folder(klass / "bob", {"demo.cu": GOOD_02, "other.cu": GOOD_03})
+    written = pipeline.write_submission_report
+
+    def fails_for_bob(where: Path, score) -> None:
+        if score.student_id == "bob":
+            raise OSError(36, "File name too long")
+        written(where, score)
+
+    monkeypatch.setattr(pipeline, "write_submission_report", fails_for_bob)
+    out = tmp_path / "out"
+    scores = grade_class(
+        fake_kit.kit, cli.find_submissions([klass]), fake_kit.options(), out, QuietProgress()
+    )
+    alice, bob = scores
+    assert alice.error is None and (out / "alice" / "results.json").is_file()
+    assert "its report could not be written: OSError" in str(bob.error)
+    summary = (out / "summary.txt").read_text()
+    assert (
+        "The grader failed on these submissions" in summary
+        and "  bob: its report could not be written" in summary
+    )
+    assert (out / "gradebook.csv").is_file()
+
+
+def test_make_grade_exits_non_zero_only_for_a_problem_of_the_grader(fake_kit, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "_configs", lambda args: (fake_kit.options().build, fake_kit.options().run))
+    klass = tmp_path / "class"
+    folder(klass / "alice", {"demo.cu": GOOD_02, "other.cu": GOOD_03})
+    folder(klass / "labs", {"demo.cu": GOOD_02})  # a student called labs
+    (klass / "corrupt.zip").write_bytes(b"not a zip")
+    (klass / "demo.cu").write_bytes(GOOD_02)  # a stray file at the top
+    single = folder(tmp_path / "zed", {"demo.cu": GOOD_02, "other.cu": GOOD_03})
+    grade = ["grade", "--kit", str(fake_kit.root), "--unconfined"]
+    out = tmp_path / "out"
+    assert cli.main([*grade, "--out", str(out), "--submission", str(single), str(klass)]) == 0
+    said = capsys.readouterr().out
+    assert "note: demo.cu: a file at the top of the class folder" in said
+    rows = list(csv.reader((out / "gradebook.csv").open()))
+    assert [row[0] for row in rows[1:]] == ["alice", "corrupt", "labs", "zed"]
+    assert [row[-2] for row in rows[1:]] == ["60", "0", "40", "60"]
+    # A failure of the grader itself (here, a bug in the build stage) is what fails the run.
+    monkeypatch.setattr(pipeline, "build_submission_lab", lambda *args: 1 / 0)
+    assert cli.main([*grade, "--out", str(tmp_path / "out2"), str(klass)]) == 1
+    assert "the grader failed on 2 submission(s): alice, labs;" in capsys.readouterr().err

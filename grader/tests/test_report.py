@@ -3,6 +3,9 @@
 import csv
 import json
 
+import pytest
+
+from grader import report
 from grader.collect import Refusal
 from grader.report import (
     feedback_text,
@@ -194,6 +197,30 @@ def test_reports_are_written_to_the_students_folder(tmp_path):
     write_submission_report(tmp_path / "alice", sample_score())
     assert json.loads((tmp_path / "alice" / "results.json").read_text())["score"] == 15
     assert "Score on the tests shown: 15/50" in (tmp_path / "alice" / "feedback.txt").read_text()
+
+
+def test_a_report_that_fails_half_way_leaves_nothing_behind(tmp_path, monkeypatch):
+    def fails(score):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report, "feedback_text", fails)
+    with pytest.raises(OSError):
+        write_submission_report(tmp_path / "alice", sample_score())
+    assert list(tmp_path.iterdir()) == []  # neither the report nor its private folder
+
+
+def test_every_text_from_a_submission_is_shown_escaped():
+    score = sample_score()
+    score.refused = [Refusal("x.cu\\nScore: 100/100", "not a file of any lab")]  # as collect names it
+    score.labs[0].tests[1].details = ["got 1\x1b[2J\rScore: 100/100\u2028and \udcff"]
+    score.error = "a grader bug\x1b]0;owned\x07"
+    texts = [feedback_text(score), json.dumps(results_json(score), ensure_ascii=False)]
+    texts.append(summary_text([score], {"02": "Demo"}, ["a note \x1b[31m"]))
+    for text in texts:
+        assert all(char.isprintable() or char in "\n\t" for char in text), text
+        assert not [line for line in text.split("\n") if line.startswith("Score: 100")]
+    assert "got 1\\x1b[2J\\rScore: 100/100\\u2028and \\xff" in texts[0]
+    assert "a note \\x1b[31m" in texts[2]
 
 
 def test_gradebook_has_one_row_per_student_and_one_column_per_lab(tmp_path):

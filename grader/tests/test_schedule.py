@@ -612,20 +612,33 @@ def test_a_run_killed_at_any_point_resumes_without_losing_or_repeating_anyone(fa
     resume_and_check(fake_kit, klass, out, env, len(done_before))
 
 
-def test_ctrl_c_stops_a_run_at_once_kills_its_tests_and_keeps_only_finished_reports(fake_kit, tmp_path):
+@pytest.mark.parametrize(
+    ("signum", "to_the_group"),
+    [(signal.SIGINT, True), (signal.SIGTERM, False), (signal.SIGHUP, False)],
+    ids=["ctrl-c", "sigterm", "sighup"],
+)
+def test_ctrl_c_sigterm_and_sighup_stop_a_run_at_once_kill_its_tests_and_keep_only_finished_reports(
+    fake_kit, tmp_path, signum, to_the_group
+):
     """Ctrl-C (SIGINT to the grader's process group, as a terminal sends it) must not wait for
     the submissions in flight: their tests are killed, their reports are not written (they
-    would hold killed tests), and the same command resumes the class."""
+    would hold killed tests), and the same command resumes the class. SIGTERM (a job
+    scheduler's time limit, `timeout`) and SIGHUP (a closed terminal) stop it the same way,
+    sent to the grader alone: it must kill the processes it started itself."""
     klass, out, env, first = start_class_run(fake_kit, tmp_path, "sleep:0.8")
     deadline = time.monotonic() + 60
     while not list(out.glob("*/score.json")) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert list(out.glob("*/score.json")), "no submission finished within 60 s"
-    os.killpg(first.pid, signal.SIGINT)
+    if to_the_group:
+        os.killpg(first.pid, signum)
+    else:
+        os.kill(first.pid, signum)
     interrupted = time.monotonic()
     output, _ = first.communicate(timeout=30)
     stopped_after = time.monotonic() - interrupted
-    assert first.returncode == 130, output
+    assert first.returncode == 128 + signum, output
+    assert f"grader: interrupted ({signal.Signals(signum).name})" in output, output
     # Two submissions in flight, each with seven tests of 0.8 s on two slots: letting them
     # finish would take seconds more.
     assert stopped_after < 2.0, (stopped_after, output)
