@@ -2,17 +2,14 @@
 // worker's call threw, and handing device buffers over as CUDA IPC handles.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>

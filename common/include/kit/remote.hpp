@@ -285,6 +285,14 @@ KernelAttributes worker_kernel_attributes(const std::string& mangled_prefix);
 bool set_default_worker_path(Role role, const char* path);
 std::string default_worker_path(Role role);
 
+// A lab's tests/calls_judge.cpp is compiled once per role (cmake/KitLab.cmake's
+// kit_add_lab_calls), naming the role and its worker: this registers the worker and gives the
+// role its calls go to.
+inline Role judge_role(Role role, const char* worker) {
+  set_default_worker_path(role, worker);
+  return role;
+}
+
 // ---- the worker's side --------------------------------------------------------------------
 
 // Decodes a call's arguments into the worker's own memory: device pointers mapped from the

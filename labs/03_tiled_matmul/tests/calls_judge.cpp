@@ -6,9 +6,8 @@
 #include "tiled_matmul.h"
 
 namespace {
-constexpr kit::remote::Role role = kit::remote::Role::KIT_CALLS_ROLE;
-[[maybe_unused]] const bool registered =
-    kit::remote::set_default_worker_path(role, KIT_CALLS_WORKER);
+const kit::remote::Role role =
+    kit::remote::judge_role(kit::remote::Role::KIT_CALLS_ROLE, KIT_CALLS_WORKER);
 }  // namespace
 
 namespace lab03 {

@@ -5,9 +5,8 @@
 #include "calls.hpp"
 
 namespace {
-constexpr kit::remote::Role role = kit::remote::Role::KIT_CALLS_ROLE;
-[[maybe_unused]] const bool registered =
-    kit::remote::set_default_worker_path(role, KIT_CALLS_WORKER);
+const kit::remote::Role role =
+    kit::remote::judge_role(kit::remote::Role::KIT_CALLS_ROLE, KIT_CALLS_WORKER);
 }  // namespace
 
 namespace lab04 {
