@@ -231,6 +231,9 @@ class JudgeArgs {
 std::vector<char> exchange(Role role, const std::string& name, std::vector<char> arguments,
                            bool device_memory);
 
+// Ends the worker of `role` (the next call starts a new one).
+void stop_worker(Role role);
+
 template <class Call, class R = void, class... A>
 R call(Role role, A... arguments) {
   Encoder e;
@@ -238,19 +241,25 @@ R call(Role role, A... arguments) {
   Call::args(wire, arguments...);
   const std::vector<char> reply =
       exchange(role, Call::name, std::move(e.buffer()), wire.has_device_memory());
-  Decoder d(reply.data(), reply.size());
-  for (const JudgeArgs::Out& out : wire.outs()) {
-    if (d.get<std::uint64_t>() != out.bytes)
-      throw WorkerError("a reply's array has the wrong size");
-    std::memcpy(out.data, d.take(out.bytes), out.bytes);
-  }
-  if constexpr (!std::is_void_v<R>) {
-    R result{};
-    ValueIn{d}.value(result);
-    if (d.left() != 0) throw WorkerError("a reply is longer than its call's results");
-    return result;
-  } else {
-    if (d.left() != 0) throw WorkerError("a reply is longer than its call's results");
+  try {
+    Decoder d(reply.data(), reply.size());
+    for (const JudgeArgs::Out& out : wire.outs()) {
+      if (d.get<std::uint64_t>() != out.bytes) {
+        throw WorkerError("a reply's array has the wrong size");
+      }
+      std::memcpy(out.data, d.take(out.bytes), out.bytes);
+    }
+    if constexpr (!std::is_void_v<R>) {
+      R result{};
+      ValueIn{d}.value(result);
+      if (d.left() != 0) throw WorkerError("a reply is longer than its call's results");
+      return result;
+    } else {
+      if (d.left() != 0) throw WorkerError("a reply is longer than its call's results");
+    }
+  } catch (const WorkerError&) {
+    stop_worker(role);  // out of step with its calls: a new worker serves the next one
+    throw;
   }
 }
 
@@ -267,9 +276,6 @@ long worker_pid(Role role);
 // Device memory the driver reports for the student's worker (NVML, per process), in bytes;
 // -1 with `why` filled when it cannot be read here.
 long long worker_device_memory(std::string* why = nullptr);
-
-// Ends the worker of `role` (the next call starts a new one).
-void stop_worker(Role role);
 
 // The executable of the worker of `role`: KIT_WORKER or KIT_REFERENCE_WORKER, else the lab's build.
 std::string worker_executable(Role role);

@@ -1,0 +1,99 @@
+// The calls of the kit's own test worker (remote_test_worker.cpp), for test_remote.cpp: one of
+// each kind of argument and result kit/remote.hpp carries, and the ways a worker can fail.
+#pragma once
+
+#include <string>
+
+#include "kit/remote.hpp"
+
+namespace remote_test {
+
+struct Shape {
+  int rows = 0;
+  int cols = 0;
+  std::string label;
+};
+template <class Wire>
+void fields(Wire& w, Shape& s) {
+  w.value(s.rows), w.value(s.cols), w.value(s.label);
+}
+
+struct Add {
+  static constexpr const char* name = "test::add";
+  template <class Wire>
+  static void args(Wire& w, int& a, int& b) {
+    w.value(a), w.value(b);
+  }
+};
+
+// y = k * x for n elements.
+struct Scale {
+  static constexpr const char* name = "test::scale";
+  template <class Wire>
+  static void args(Wire& w, const float*& x, float*& y, int& n, float& k) {
+    w.value(n), w.value(k);
+    const std::size_t count = n > 0 ? static_cast<std::size_t>(n) : 0;
+    w.host_in(x, count), w.host_out(y, count);
+  }
+};
+
+struct Describe {
+  static constexpr const char* name = "test::describe";
+  template <class Wire>
+  static void args(Wire& w, Shape& shape) {
+    w.value(shape);
+  }
+};
+
+// Throws what `kind` names: "invalid_argument", "out_of_range", "runtime_error".
+struct Throw {
+  static constexpr const char* name = "test::throw";
+  template <class Wire>
+  static void args(Wire& w, std::string& kind) {
+    w.value(kind);
+  }
+};
+
+// The value of an environment variable in the worker ("" when unset).
+struct Getenv {
+  static constexpr const char* name = "test::getenv";
+  template <class Wire>
+  static void args(Wire& w, std::string& variable) {
+    w.value(variable);
+  }
+};
+
+// The address the worker received for a device pointer.
+struct Address {
+  static constexpr const char* name = "test::address";
+  template <class Wire>
+  static void args(Wire& w, const float*& d) {
+    w.device(d);
+  }
+};
+
+struct Crash {  // std::abort()
+  static constexpr const char* name = "test::crash";
+  template <class Wire>
+  static void args(Wire&) {}
+};
+
+struct Hang {  // never returns
+  static constexpr const char* name = "test::hang";
+  template <class Wire>
+  static void args(Wire&) {}
+};
+
+struct Forge {  // writes a reply of its own, with an array the call never had, before the real one
+  static constexpr const char* name = "test::forge";
+  template <class Wire>
+  static void args(Wire&) {}
+};
+
+struct Pid {  // the worker's process id, as it sees it
+  static constexpr const char* name = "test::pid";
+  template <class Wire>
+  static void args(Wire&) {}
+};
+
+}  // namespace remote_test

@@ -1,0 +1,66 @@
+// The kit's own test worker: serves remote_test_calls.hpp for test_remote.cpp.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../src/remote_wire.hpp"
+#include "remote_test_calls.hpp"
+
+namespace {
+
+int add(int a, int b) { return a + b; }
+
+void scale(const float* x, float* y, int n, float k) {
+  for (int i = 0; i < n; ++i) y[i] = k * x[i];
+}
+
+std::string describe(remote_test::Shape shape) {
+  return shape.label + ":" + std::to_string(shape.rows) + "x" + std::to_string(shape.cols);
+}
+
+void throw_kind(std::string kind) {
+  if (kind == "invalid_argument") throw std::invalid_argument("width must be at least 1");
+  if (kind == "out_of_range") throw std::out_of_range("index 9 is out of range");
+  throw std::runtime_error("something else went wrong");
+}
+
+std::string get(std::string variable) {
+  const char* value = std::getenv(variable.c_str());
+  return value != nullptr ? value : "";
+}
+
+std::uint64_t address(const float* d) { return reinterpret_cast<std::uint64_t>(d); }
+
+void crash() { std::abort(); }
+
+void hang() {
+  for (;;) pause();
+}
+
+void forge() {
+  kit::remote::Encoder e;
+  e.put<std::uint8_t>(0);      // ok
+  e.put<std::uint64_t>(1024);  // an array the call never had
+  kit::remote::wire::send_frame(kit::remote::wire::kWorkerFd, e.buffer());
+}
+
+long pid() { return static_cast<long>(getpid()); }
+
+[[maybe_unused]] const bool served[] = {
+    kit::remote::serve<remote_test::Add>(&add),
+    kit::remote::serve<remote_test::Scale>(&scale),
+    kit::remote::serve<remote_test::Describe>(&describe),
+    kit::remote::serve<remote_test::Throw>(&throw_kind),
+    kit::remote::serve<remote_test::Getenv>(&get),
+    kit::remote::serve<remote_test::Address>(&address),
+    kit::remote::serve<remote_test::Crash>(&crash),
+    kit::remote::serve<remote_test::Hang>(&hang),
+    kit::remote::serve<remote_test::Forge>(&forge),
+    kit::remote::serve<remote_test::Pid>(&pid),
+};
+
+}  // namespace

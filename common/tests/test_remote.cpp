@@ -1,0 +1,127 @@
+// The judge's side of kit/remote.hpp against the kit's own test worker (remote_test_worker.cpp):
+// what crosses, what comes back, and what happens when a worker fails. Host-only: no GPU needed.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kit/remote.hpp"
+#include "remote_test_calls.hpp"
+
+using Catch::Matchers::ContainsSubstring;
+using kit::remote::call;
+using kit::remote::Role;
+using kit::remote::WorkerError;
+
+namespace {
+const Role role = kit::remote::judge_role(Role::student, KIT_TEST_WORKER);
+
+// The text of the WorkerError that `f` throws; "none" when it throws none (Catch2 3.4, the GPU
+// image's, has no MessageMatches).
+template <class F>
+std::string worker_error(F f) {
+  try {
+    f();
+  } catch (const WorkerError& e) {
+    return e.what();
+  }
+  return "none";
+}
+}  // namespace
+
+TEST_CASE("values and host arrays and struct results cross to the worker and back",
+          "[common][remote]") {
+  CHECK(call<remote_test::Add, int>(role, 2, 40) == 42);
+  const std::vector<float> x = {1.0f, -2.5f, 3.0f};
+  std::vector<float> y(3, 0.0f);
+  call<remote_test::Scale>(role, x.data(), y.data(), 3, 2.0f);
+  CHECK(y == std::vector<float>{2.0f, -5.0f, 6.0f});
+  const remote_test::Shape shape{4, 7, "tile"};
+  CHECK(call<remote_test::Describe, std::string>(role, shape) == "tile:4x7");
+}
+
+TEST_CASE("an exception thrown in the worker comes back as the same kind with its text",
+          "[common][remote]") {
+  CHECK_THROWS_AS(call<remote_test::Throw>(role, std::string("invalid_argument")),
+                  std::invalid_argument);
+  CHECK_THROWS_WITH(call<remote_test::Throw>(role, std::string("invalid_argument")),
+                    ContainsSubstring("width must be at least 1"));
+  CHECK_THROWS_AS(call<remote_test::Throw>(role, std::string("out_of_range")), std::out_of_range);
+  CHECK_THROWS_WITH(call<remote_test::Throw>(role, std::string("other")),
+                    ContainsSubstring("something else went wrong"));
+  // The worker is still the same one, and still serves.
+  CHECK(call<remote_test::Add, int>(role, 1, 1) == 2);
+}
+
+TEST_CASE("a worker that crashes fails only its call and the next call gets a new worker",
+          "[common][remote]") {
+  const long before = call<remote_test::Pid, long>(role);
+  CHECK_THAT(worker_error([] { call<remote_test::Crash>(role); }), ContainsSubstring("signal 6"));
+  CHECK(call<remote_test::Add, int>(role, 3, 4) == 7);
+  CHECK(call<remote_test::Pid, long>(role) != before);
+}
+
+TEST_CASE("a worker that does not answer is stopped after the call's time limit",
+          "[common][remote]") {
+  setenv("KIT_WORKER_CALL_TIMEOUT_S", "1", 1);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THAT(worker_error([] { call<remote_test::Hang>(role); }), ContainsSubstring("within 1 s"));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(seconds < 10.0);
+  unsetenv("KIT_WORKER_CALL_TIMEOUT_S");
+  CHECK(call<remote_test::Add, int>(role, 5, 5) == 10);
+}
+
+TEST_CASE("a reply that does not match its call is refused and the worker replaced",
+          "[common][remote]") {
+  const long before = call<remote_test::Pid, long>(role);
+  CHECK_THROWS_AS(call<remote_test::Forge>(role), WorkerError);
+  // The forged frame came first; the worker's real reply must not be read as the next call's.
+  CHECK(call<remote_test::Add, int>(role, 20, 22) == 42);
+  CHECK(call<remote_test::Pid, long>(role) != before);
+}
+
+TEST_CASE("the worker gets only what a CUDA program needs of the judge's environment",
+          "[common][remote]") {
+  kit::remote::stop_worker(role);  // started afresh, with the environment below
+  setenv("KIT_GATE_SECRET", "judge-only", 1);
+  setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+  setenv("KIT_WORKER_HOME", "/tmp/kit-worker-home", 1);
+  CHECK(call<remote_test::Getenv, std::string>(role, std::string("KIT_GATE_SECRET")).empty());
+  CHECK(call<remote_test::Getenv, std::string>(role, std::string("CUDA_VISIBLE_DEVICES")) == "0");
+  CHECK(call<remote_test::Getenv, std::string>(role, std::string("HOME")) ==
+        "/tmp/kit-worker-home");
+  CHECK(call<remote_test::Getenv, std::string>(role, std::string("TMPDIR")) ==
+        "/tmp/kit-worker-home");
+  unsetenv("KIT_GATE_SECRET");
+  unsetenv("KIT_WORKER_HOME");
+  kit::remote::stop_worker(role);
+}
+
+TEST_CASE("a pointer that is not the judge's device memory crosses as its bare address",
+          "[common][remote]") {
+  // A launch must refuse bad arguments before it touches its pointers; the worker gets the
+  // address as the student's code would in one process.
+  const std::vector<float> host(4);
+  CHECK(call<remote_test::Address, std::uint64_t>(role, host.data()) ==
+        reinterpret_cast<std::uint64_t>(host.data()));
+  CHECK(call<remote_test::Address, std::uint64_t>(role, static_cast<const float*>(nullptr)) == 0);
+}
+
+TEST_CASE("a message that ends early is refused", "[common][remote]") {
+  kit::remote::Encoder e;
+  e.put<std::uint32_t>(7);
+  e.text("a text");
+  const std::vector<char>& bytes = e.buffer();
+  kit::remote::Decoder whole(bytes.data(), bytes.size());
+  CHECK(whole.get<std::uint32_t>() == 7);
+  CHECK(whole.text() == "a text");
+  kit::remote::Decoder cut(bytes.data(), bytes.size() - 2);
+  cut.get<std::uint32_t>();
+  CHECK_THROWS_AS(cut.text(), WorkerError);
+}
