@@ -3,6 +3,7 @@ to grade student code where no sandbox can be set up."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -164,3 +165,43 @@ def test_a_setup_failure_inside_the_sandbox_is_exit_code_125_with_the_reason(san
     done = subprocess.run(sandbox.wrap([str(tmp_path / "missing")], tmp_path), capture_output=True, text=True)
     assert done.returncode == 125
     assert "kit sandbox: could not set up the test's file system: executing" in done.stderr
+
+
+JUDGE_TESTS = Path(os.environ.get("KIT_BUILD_DIR", "/nonexistent")) / "bin" / "remote_tests"
+
+
+@pytest.mark.skipif(
+    not JUDGE_TESTS.is_file(), reason="KIT_BUILD_DIR has no remote_tests (make test builds it)"
+)
+def test_a_split_labs_worker_is_confined_and_sees_nothing_of_its_judge(tmp_path):
+    """A split lab's test process is the kit's judge and runs as it is; the student's code runs
+    in the worker it starts, confined by the command run_test gives it: the worker writes its own
+    folder and reads its executable's, and sees neither the judge nor the judge's folder."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "classmate.cu").write_text("someone else's work")
+    check = detect((work, JUDGE_TESTS.parent))
+    if check.sandbox is None:
+        pytest.skip(f"no sandbox on this machine: {check.reason}")
+    spy_dir = tmp_path / "spy"
+    spy_dir.mkdir()
+    spy = spy_dir / "lab00_worker"
+    spy.write_text(
+        "#!/bin/sh\n"
+        f"for p in {JUDGE_TESTS} {work}/classmate.cu {spy}; do\n"
+        '  if test -r "$p"; then echo "spy: reads $p" >&2; else echo "spy: cannot read $p" >&2; fi\n'
+        "done\n"
+        'echo "spy: home $HOME" >&2; echo mine > spy.txt\n'
+    )
+    spy.chmod(0o755)
+    config = RunConfig(timeout=30, sandbox=check.sandbox)
+    name = "values and host arrays and struct results cross to the worker and back"
+    outcome = run_test(JUDGE_TESTS, name, work, config, worker=spy)
+    assert outcome.status == "failed"  # the spy serves no call: the judge says its worker ended
+    assert "worker running your lab's code exited" in "\n".join(outcome.messages), outcome.messages
+    assert f"spy: cannot read {JUDGE_TESTS}" in outcome.output
+    assert f"spy: cannot read {work}/classmate.cu" in outcome.output
+    assert f"spy: reads {spy}" in outcome.output
+    [worker_dir] = [path for path in work.iterdir() if path.name.endswith("-worker")]
+    assert (worker_dir / "spy.txt").read_text() == "mine\n"
+    assert f"spy: home {worker_dir}" in outcome.output
