@@ -71,7 +71,8 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  std::vector<char> exchange(const std::string& name, std::vector<char> arguments) {
+  std::vector<char> exchange(const std::string& name, std::vector<char> arguments,
+                             const std::vector<Callback>& callbacks) {
     if (pid_ <= 0) start();
     Encoder request;
     request.text(name);
@@ -80,7 +81,12 @@ class Worker {
       throw WorkerError(ended("before it took " + name));
     }
     std::vector<char> reply;
-    const std::string why = wire::receive_frame(fd_, reply, kMessageLimit, call_timeout_ms());
+    std::string why;
+    // The worker's code may call the call's callbacks any number of times before it replies.
+    while ((why = wire::receive_frame(fd_, reply, kMessageLimit, call_timeout_ms())).empty() &&
+           !reply.empty() && reply[0] == static_cast<char>(wire::Status::callback)) {
+      if (!wire::send_frame(fd_, answer(name, reply, callbacks))) break;
+    }
     if (why == "timeout") {
       stop();
       throw WorkerError("the worker running your lab's code did not finish " + name + " within " +
@@ -190,6 +196,31 @@ class Worker {
            "next call)";
   }
 
+  // The judge's answer to a callback frame: ok and the result, or threw and its text.
+  std::vector<char> answer(const std::string& name, const std::vector<char>& frame,
+                           const std::vector<Callback>& callbacks) {
+    Decoder d(frame.data() + 1, frame.size() - 1);
+    const auto index = d.get<std::uint32_t>();
+    if (index >= callbacks.size()) {
+      stop();
+      throw WorkerError("the worker asked for a callback that " + name + " does not have");
+    }
+    Encoder out;
+    out.put(static_cast<std::uint8_t>(wire::Status::ok));
+    try {
+      callbacks[index](d, out);
+    } catch (const WorkerError&) {
+      stop();
+      throw;
+    } catch (const std::exception& e) {
+      Encoder failed;
+      failed.put(static_cast<std::uint8_t>(wire::Status::threw));
+      failed.text(e.what());
+      return std::move(failed.buffer());
+    }
+    return std::move(out.buffer());
+  }
+
   std::vector<char> unpack(const std::string& name, const std::vector<char>& reply) {
     Decoder d(reply.data(), reply.size());
     const auto status = static_cast<wire::Status>(d.get<std::uint8_t>());
@@ -284,12 +315,12 @@ bool export_device_pointer(const void* pointer, DeviceRef& ref) {
 }
 
 std::vector<char> exchange(Role role, const std::string& name, std::vector<char> arguments,
-                           bool device_memory) {
+                           bool device_memory, const std::vector<Callback>& callbacks) {
   if (device_memory) KIT_CUDA_CHECK(cudaDeviceSynchronize());
   Workers& w = workers();
   std::lock_guard<std::mutex> lock(w.mutex);
   try {
-    return w.of(role).exchange(name, std::move(arguments));
+    return w.of(role).exchange(name, std::move(arguments), callbacks);
   } catch (...) {
     w.release_if_idle();
     throw;

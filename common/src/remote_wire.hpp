@@ -11,9 +11,10 @@ namespace kit::remote::wire {
 
 // A reply's first byte.
 enum class Status : std::uint8_t {
-  ok = 0,      // the call returned: its host arrays and result follow
-  threw = 1,   // the call threw: the exception's kind and text follow
-  broken = 2,  // as threw, and the worker ends after this reply (a sticky CUDA error)
+  ok = 0,        // the call returned: its host arrays and result follow
+  threw = 1,     // the call threw: the exception's kind and text follow
+  broken = 2,    // as threw, and the worker ends after this reply (a sticky CUDA error)
+  callback = 3,  // not a reply: the worker calls one of the call's callbacks, and waits
 };
 
 // The kinds of exception that cross, by the name the judge rethrows them as.

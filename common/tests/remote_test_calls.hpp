@@ -2,6 +2,7 @@
 // each kind of argument and result kit/remote.hpp carries, and the ways a worker can fail.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "kit/remote.hpp"
@@ -69,6 +70,15 @@ struct Address {
   template <class Wire>
   static void args(Wire& w, const float*& d) {
     w.device(d);
+  }
+};
+
+// f(x, 2) + f(x, 3), f being the judge's.
+struct Ask {
+  static constexpr const char* name = "test::ask";
+  template <class Wire>
+  static void args(Wire& w, std::function<int(int, int)>& f, int& x) {
+    w.callback(f), w.value(x);
   }
 };
 

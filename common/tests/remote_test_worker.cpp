@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -35,6 +36,8 @@ std::string get(std::string variable) {
 
 std::uint64_t address(const float* d) { return reinterpret_cast<std::uint64_t>(d); }
 
+int ask(const std::function<int(int, int)>& f, int x) { return f(x, 2) + f(x, 3); }
+
 void crash() { std::abort(); }
 
 void hang() {
@@ -57,6 +60,7 @@ long pid() { return static_cast<long>(getpid()); }
     kit::remote::serve<remote_test::Throw>(&throw_kind),
     kit::remote::serve<remote_test::Getenv>(&get),
     kit::remote::serve<remote_test::Address>(&address),
+    kit::remote::serve<remote_test::Ask>(&ask),
     kit::remote::serve<remote_test::Crash>(&crash),
     kit::remote::serve<remote_test::Hang>(&hang),
     kit::remote::serve<remote_test::Forge>(&forge),

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,6 +56,24 @@ TEST_CASE("an exception thrown in the worker comes back as the same kind with it
                     ContainsSubstring("something else went wrong"));
   // The worker is still the same one, and still serves.
   CHECK(call<remote_test::Add, int>(role, 1, 1) == 2);
+}
+
+TEST_CASE("the worker's code can call a function of the judge's during a call",
+          "[common][remote]") {
+  int asked = 0;
+  const std::function<int(int, int)> times = [&asked](int a, int b) {
+    ++asked;
+    return a * b;
+  };
+  CHECK(call<remote_test::Ask, int>(role, times, 5) == 25);
+  CHECK(asked == 2);
+  // What the judge's function throws reaches the worker's code, and comes back as its failure.
+  const std::function<int(int, int)> refuses = [](int, int) -> int {
+    throw std::runtime_error("no such tile");
+  };
+  const auto ask_refused = [&refuses] { return call<remote_test::Ask, int>(role, refuses, 5); };
+  CHECK_THROWS_WITH(ask_refused(), ContainsSubstring("no such tile"));
+  CHECK(call<remote_test::Add, int>(role, 1, 2) == 3);
 }
 
 TEST_CASE("a worker that crashes fails only its call and the next call gets a new worker",

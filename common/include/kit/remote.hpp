@@ -169,6 +169,9 @@ struct DeviceRef {
 // student's code would in one process, and fails as it would there if it uses it.
 bool export_device_pointer(const void* pointer, DeviceRef& ref);
 
+// Runs one of a call's callbacks on the judge's side: decodes its arguments, encodes its result.
+using Callback = std::function<void(Decoder&, Encoder&)>;
+
 // Encodes a call's arguments; remembers the host arrays the worker may write, to copy them back.
 class JudgeArgs {
  public:
@@ -214,12 +217,26 @@ class JudgeArgs {
     void* data;
     std::size_t bytes;
   };
+  // A function of the judge's that the worker's code may call during the call (an occupancy
+  // query, say): the worker gets a stand-in that sends its arguments back here.
+  template <class R, class... P>
+  void callback(std::function<R(P...)>& function) {
+    e_.put<std::uint32_t>(static_cast<std::uint32_t>(callbacks_.size()));
+    callbacks_.push_back([&function](Decoder& d, Encoder& out) {
+      std::tuple<std::decay_t<P>...> arguments;
+      std::apply([&d](auto&... a) { (ValueIn{d}.value(a), ...); }, arguments);
+      auto result = std::apply(function, arguments);
+      ValueOut{out}.value(result);
+    });
+  }
   const std::vector<Out>& outs() const { return outs_; }
   bool has_device_memory() const { return device_; }
+  const std::vector<Callback>& callbacks() const { return callbacks_; }
 
  private:
   Encoder& e_;
   std::vector<Out> outs_;
+  std::vector<Callback> callbacks_;
   bool device_ = false;
 };
 
@@ -229,7 +246,7 @@ class JudgeArgs {
 // With `device_memory`, the judge's own device work is finished first: its stream is not
 // ordered with the worker's, and a poison or fill still queued would land after the call.
 std::vector<char> exchange(Role role, const std::string& name, std::vector<char> arguments,
-                           bool device_memory);
+                           bool device_memory, const std::vector<Callback>& callbacks = {});
 
 // Ends the worker of `role` (the next call starts a new one).
 void stop_worker(Role role);
@@ -240,7 +257,7 @@ R call(Role role, A... arguments) {
   JudgeArgs wire(e);
   Call::args(wire, arguments...);
   const std::vector<char> reply =
-      exchange(role, Call::name, std::move(e.buffer()), wire.has_device_memory());
+      exchange(role, Call::name, std::move(e.buffer()), wire.has_device_memory(), wire.callbacks());
   try {
     Decoder d(reply.data(), reply.size());
     for (const JudgeArgs::Out& out : wire.outs()) {
@@ -301,6 +318,10 @@ inline Role judge_role(Role role, const char* worker) {
 
 // ---- the worker's side --------------------------------------------------------------------
 
+// Sends a callback's arguments to the judge and returns its encoded result; throws
+// std::runtime_error with the judge's text when the judge's function threw.
+std::vector<char> call_back(std::vector<char> request);
+
 // Decodes a call's arguments into the worker's own memory: device pointers mapped from the
 // judge's handles, host arrays in buffers that live until the reply is sent.
 class WorkerArgs {
@@ -328,6 +349,20 @@ class WorkerArgs {
   template <class T>
   void host_out(T*& pointer, std::size_t count) {
     pointer = static_cast<T*>(host_array(count * sizeof(T), true));
+  }
+  template <class R, class... P>
+  void callback(std::function<R(P...)>& function) {
+    const auto index = d_.get<std::uint32_t>();
+    function = [index](P... arguments) -> R {
+      Encoder e;
+      e.put<std::uint32_t>(index);
+      (ValueOut{e}.value(arguments), ...);
+      const std::vector<char> answer = call_back(std::move(e.buffer()));
+      Decoder d(answer.data(), answer.size());
+      R result{};
+      ValueIn{d}.value(result);
+      return result;
+    };
   }
   // The reply: every host_out array as the call left it, then the result.
   Encoder& reply() { return reply_; }
