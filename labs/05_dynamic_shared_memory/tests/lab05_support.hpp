@@ -16,7 +16,8 @@
 
 namespace lab05_tests {
 
-// Defined in kernel_attributes_lab05.cu, the one test file nvcc compiles.
+// Defined in kernel_attributes_lab05.cpp: the student's kernel as the compiler built it, read
+// from the worker's executable, and the occupancy the runtime would give it.
 kit::KernelAttributes kernel_attributes(int tile_width);
 int expected_blocks_per_sm(int tile_width, std::size_t shared_bytes);
 
