@@ -22,7 +22,8 @@
 
 namespace lab01_tests {
 
-// What the compiler gave the student's kernels (tests/kernel_attributes_lab01.cu).
+// What the compiler gave the student's kernels, read from the worker's executable
+// (tests/kernel_attributes_lab01.cpp).
 kit::KernelAttributes block_sums_attributes();
 kit::KernelAttributes chunk_histograms_attributes();
 

@@ -3,13 +3,16 @@
 // memory, local memory, the machine code).
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
+#include <cstdint>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "calls.hpp"
 #include "kit/cuda_check.hpp"
 #include "kit/device_buffer.hpp"
 #include "kit/poison.hpp"
+#include "kit/remote.hpp"
 #include "kit/sanitizer.hpp"
 #include "kit/sass.hpp"
 #include "kit/testing.hpp"
@@ -32,16 +35,33 @@ const void* polynomial_symbol() {
                         "__constant__ float polynomial_coefficients[kMaxCoefficients]");
 }
 
+// The symbols live in the student's worker: the copies and the size query run there, on the
+// kit's side of it (tests/calls.hpp), and come back with CUDA's answer.
+lab01_calls::SymbolState symbol_state(int symbol) {
+  return kit::remote::call<lab01_calls::SymbolStateOf, lab01_calls::SymbolState>(
+      kit::remote::Role::student, symbol);
+}
+
 std::vector<float> read_constant_array() {
+  polynomial_symbol();
   std::vector<float> values(lab01::kMaxCoefficients);
-  KIT_CUDA_CHECK(
-      cudaMemcpyFromSymbol(values.data(), polynomial_symbol(), values.size() * sizeof(float)));
+  const std::uint64_t bytes = values.size() * sizeof(float);
+  const int code = kit::remote::call<lab01_calls::ReadSymbol, int>(
+      kit::remote::Role::student, int{lab01_calls::kPolynomial},
+      reinterpret_cast<unsigned char*>(values.data()), bytes);
+  kit::check_cuda(static_cast<cudaError_t>(code), "cudaMemcpyFromSymbol(polynomial_symbol())",
+                  __FILE__, __LINE__);
   return values;
 }
 
 void write_constant_array(const std::vector<float>& values) {
-  KIT_CUDA_CHECK(
-      cudaMemcpyToSymbol(polynomial_symbol(), values.data(), values.size() * sizeof(float)));
+  polynomial_symbol();
+  const std::uint64_t bytes = values.size() * sizeof(float);
+  const int code = kit::remote::call<lab01_calls::WriteSymbol, int>(
+      kit::remote::Role::student, int{lab01_calls::kPolynomial},
+      reinterpret_cast<const unsigned char*>(values.data()), bytes);
+  kit::check_cuda(static_cast<cudaError_t>(code), "cudaMemcpyToSymbol(polynomial_symbol())",
+                  __FILE__, __LINE__);
 }
 
 // Calls set_polynomial; a CUDA error in it ends the test with the failed call and, when the call
@@ -64,8 +84,8 @@ void set_polynomial(const std::vector<float>& c) {
   }
 }
 
-// The machine code (SASS) of one of the student's kernels in this very program, one entry per
-// architecture it was built for; a SKIP, with the reason, where it cannot be read here.
+// The machine code (SASS) of one of the student's kernels, read from the worker's executable,
+// one entry per architecture it was built for; a SKIP, with the reason, where it cannot be read.
 std::vector<kit::sass::Function> machine_code_of(const char* kernel) {
   const std::string cuobjdump =
       kit::sass::find_cuobjdump(KIT_CUOBJDUMP, KIT_CUDA_BIN_DIR, KIT_SOURCE_DIR);
@@ -75,11 +95,12 @@ std::vector<kit::sass::Function> machine_code_of(const char* kernel) {
          << KIT_CUDA_BIN_DIR << " nor in the kit's .venv nor on PATH; reading the machine code "
          << "needs it (it comes with the CUDA toolkit, or pip install nvidia-cuda-cuobjdump)");
   }
-  const kit::sass::Dump dump = kit::sass::disassemble(cuobjdump, kit::sass::this_executable(),
-                                                      kit::sass::mangled_prefix("lab01", kernel));
-  if (!dump.error.empty()) FAIL("could not read this program's machine code: " << dump.error);
+  const kit::sass::Dump dump =
+      kit::sass::disassemble(cuobjdump, kit::remote::worker_executable(kit::remote::Role::student),
+                             kit::sass::mangled_prefix("lab01", kernel));
+  if (!dump.error.empty()) FAIL("could not read your code's machine code: " << dump.error);
   if (dump.functions.empty()) {
-    SKIP("this program holds no machine code (SASS) for "
+    SKIP("your code's worker holds no machine code (SASS) for "
          << kernel
          << ", only code the driver compiles when it loads (PTX); build for a real architecture "
             "to check it");
@@ -142,8 +163,10 @@ std::vector<float> coefficients(int count, std::uint64_t seed) {
 TEST_CASE("polynomial coefficients live in a constant array of kMaxCoefficients floats",
           "[lab01][resources][gpu]") {
   KIT_REQUIRE_GPU();
-  size_t bytes = 0;
-  const cudaError_t found = cudaGetSymbolSize(&bytes, polynomial_symbol());
+  polynomial_symbol();
+  const lab01_calls::SymbolState state = symbol_state(lab01_calls::kPolynomial);
+  const auto found = static_cast<cudaError_t>(state.size_error);
+  const std::size_t bytes = state.size;
   if (found != cudaSuccess) {
     FAIL("cudaGetSymbolSize does not know the address polynomial_symbol() returned ("
          << cudaGetErrorName(found)
@@ -301,10 +324,11 @@ TEST_CASE("polynomial kernel machine code reads only x from global memory", "[la
 
 TEST_CASE("counter is one unsigned int in global memory", "[lab01][resources][gpu]") {
   KIT_REQUIRE_GPU();
-  const void* symbol = require_symbol(lab01::counter_symbol(), "lab01::counter_symbol",
-                                      "__device__ unsigned int counter");
-  size_t bytes = 0;
-  const cudaError_t found = cudaGetSymbolSize(&bytes, symbol);
+  require_symbol(lab01::counter_symbol(), "lab01::counter_symbol",
+                 "__device__ unsigned int counter");
+  const lab01_calls::SymbolState state = symbol_state(lab01_calls::kCounter);
+  const auto found = static_cast<cudaError_t>(state.size_error);
+  const std::size_t bytes = state.size;
   if (found != cudaSuccess) {
     FAIL("cudaGetSymbolSize does not know the address counter_symbol() returned ("
          << cudaGetErrorName(found)
