@@ -175,6 +175,8 @@ def run_tests(
     sharing it but for the windows their gate asks for, the others on CPU slots. With a worker
     (a split lab), `exe` is the kit's judge and `worker` the submission's code (run_test)."""
 
+    reruns = RerunBudget()
+
     def one(test: ListedTest) -> Outcome:
         if test.needs_gpu and not scheduler.has_gpus and scheduler.no_gpu_reason is not None:
             # Another [gpu] test of this run already found no usable GPU here: thousands of
@@ -191,7 +193,7 @@ def run_tests(
                 )
                 gpu_env = {**(env or {}), "CUDA_VISIBLE_DEVICES": lease.gpu}
                 outcome = run_test(exe, test.name, work_dir, config, gpu_env, gate, worker)
-                if ran_out_of_device_memory(outcome):
+                if ran_out_of_device_memory(outcome) and reruns.take():
                     # Another submission's test on this GPU may have held the memory: once more,
                     # with the GPU to itself for the whole process, before the failure counts.
                     progress(f"running {test.name} again, alone on the GPU")
@@ -218,11 +220,33 @@ def run_tests(
 DEVICE_MEMORY_REFUSED = "kit: a cudaMalloc of "
 
 
+# Runs again alone on the GPU, for one lab of one submission: a student's code can always make a
+# test fail as if out of memory (it can throw CUDA's error itself), and each such run holds the
+# GPU from every classmate, so a submission gets few.
+RERUNS_PER_LAB = 2
+
+
+class RerunBudget:
+    """The alone-on-the-GPU runs left to one lab of one submission (RERUNS_PER_LAB)."""
+
+    def __init__(self, runs: int = RERUNS_PER_LAB) -> None:
+        self._left = runs
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            if self._left <= 0:
+                return False
+            self._left -= 1
+            return True
+
+
 def ran_out_of_device_memory(outcome: Outcome) -> bool:
-    """A GPU test that failed with CUDA's out-of-memory error (or a message saying so)."""
+    """A GPU test that failed with CUDA's out-of-memory error, as its report says. Not what the
+    process printed: the student's code prints there too."""
     if outcome.status not in (Status.FAILED, Status.CRASHED):
         return False
-    text = "\n".join(outcome.messages) + "\n" + outcome.output
+    text = "\n".join(outcome.messages)
     if DEVICE_MEMORY_REFUSED in outcome.output:
         return False  # over its own limit (kit/device_memory.hpp): the test's doing, not a classmate's
     return "cudaErrorMemoryAllocation" in text or "out of memory" in text

@@ -266,3 +266,13 @@ def test_only_a_test_that_ran_out_of_memory_through_others_runs_again():
     )
     assert not ran_out_of_device_memory(own)
     assert not ran_out_of_device_memory(Outcome("t", Status.FAILED, messages=["wrong values"]))
+    # What the process printed is the student's code's as much as the kit's: it asks for nothing.
+    printed = Outcome("t", Status.FAILED, messages=["wrong values"], output="CUDA: out of memory\n")
+    assert not ran_out_of_device_memory(printed)
+
+
+def test_a_labs_runs_alone_on_the_gpu_are_few():
+    from grader.run import RERUNS_PER_LAB, RerunBudget
+
+    budget = RerunBudget()
+    assert [budget.take() for _ in range(RERUNS_PER_LAB + 3)] == [True] * RERUNS_PER_LAB + [False] * 3
