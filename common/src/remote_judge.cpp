@@ -2,12 +2,15 @@
 // worker's call threw, and handing device buffers over as CUDA IPC handles.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -83,10 +86,12 @@ class Worker {
     std::vector<char> reply;
     std::string why;
     // The worker's code may call the call's callbacks any number of times before it replies.
-    while ((why = wire::receive_frame(fd_, reply, kMessageLimit, call_timeout_ms())).empty() &&
+    while ((why = wait_for_worker(name)).empty() &&
+           (why = wire::receive_frame(fd_, reply, kMessageLimit, call_timeout_ms())).empty() &&
            !reply.empty() && reply[0] == static_cast<char>(wire::Status::callback)) {
       if (!wire::send_frame(fd_, answer(name, reply, callbacks))) break;
     }
+    if (why.empty()) watch_memory(name, false);
     if (why == "timeout") {
       stop();
       throw WorkerError("the worker running your lab's code did not finish " + name + " within " +
@@ -99,6 +104,40 @@ class Worker {
   }
 
   long pid() const { return pid_; }
+
+  // Waits until the worker has something to say ("" then), "timeout" after the call's time
+  // limit, watching the worker's device memory meanwhile.
+  std::string wait_for_worker(const std::string& name) {
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(call_timeout_ms());
+    for (;;) {
+      pollfd p{fd_, POLLIN, 0};
+      const int ready = ::poll(&p, 1, 250);
+      if (ready > 0) return "";
+      if (ready < 0 && errno != EINTR) return std::string("poll failed: ") + std::strerror(errno);
+      if (Clock::now() >= deadline) return "timeout";
+      watch_memory(name, true);
+    }
+  }
+
+  // Stops a student's worker that holds more device memory than a test may, before a classmate's
+  // test sharing the GPU runs short: during a long call, and after calls at most every 100 ms
+  // (a kernel's local memory stays reserved after it ends). The driver's count, through NVML.
+  void watch_memory(const std::string& name, bool now) {
+    using Clock = std::chrono::steady_clock;
+    if (role_ != Role::student || pid_ <= 0) return;
+    if (!now && Clock::now() - last_watch_ < std::chrono::milliseconds(100)) return;
+    last_watch_ = Clock::now();
+    const long long used = process_device_memory(pid_);
+    const auto cap = static_cast<long long>(worker_device_memory_cap());
+    if (used <= cap) return;
+    stop();
+    throw WorkerError("the worker running your lab's code held " + std::to_string(used >> 20) +
+                      " MiB of device memory during " + name + ", more than a test may (" +
+                      std::to_string(cap >> 20) +
+                      " MiB), and was stopped so that no other test on the GPU runs short: "
+                      "free what you allocate, and keep local arrays small");
+  }
 
   void stop() {
     if (fd_ >= 0) ::close(fd_);
@@ -244,6 +283,7 @@ class Worker {
   Role role_;
   int fd_ = -1;
   pid_t pid_ = 0;
+  std::chrono::steady_clock::time_point last_watch_{};
 };
 
 struct Workers {
@@ -269,6 +309,8 @@ std::map<Role, std::string>& default_paths() {
 }
 
 }  // namespace
+
+std::size_t worker_device_memory_cap() { return device_memory_limit() + (std::size_t(1) << 30); }
 
 bool set_default_worker_path(Role role, const char* path) {
   mark_calls_remote();  // a judge, from static initialisation on: before any buffer is made

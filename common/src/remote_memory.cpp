@@ -84,13 +84,16 @@ std::set<long> family(long pid) {
 }  // namespace
 
 long long worker_device_memory(std::string* why) {
+  return process_device_memory(worker_pid(Role::student), why);
+}
+
+long long process_device_memory(long pid, std::string* why) {
   const Nvml& n = nvml();
   auto fail = [why](const std::string& text) {
     if (why != nullptr) *why = text;
     return -1LL;
   };
   if (!n.problem.empty()) return fail(n.problem);
-  const long pid = worker_pid(Role::student);
   if (pid <= 0) return fail("no worker is running");
   const std::set<long> worker = family(pid);
   unsigned int devices = 0;

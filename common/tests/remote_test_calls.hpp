@@ -82,6 +82,16 @@ struct Ask {
   }
 };
 
+// Takes `mib` MiB of device memory past the kit's count of cudaMalloc (cudaMallocAsync), keeps
+// it, and returns after `seconds`.
+struct Hog {
+  static constexpr const char* name = "test::hog";
+  template <class Wire>
+  static void args(Wire& w, int& mib, int& seconds) {
+    w.value(mib), w.value(seconds);
+  }
+};
+
 struct Crash {  // std::abort()
   static constexpr const char* name = "test::crash";
   template <class Wire>

@@ -1,4 +1,5 @@
 // The kit's own test worker: serves remote_test_calls.hpp for test_remote.cpp.
+#include <cuda_runtime_api.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -38,6 +39,15 @@ std::uint64_t address(const float* d) { return reinterpret_cast<std::uint64_t>(d
 
 int ask(const std::function<int(int, int)>& f, int x) { return f(x, 2) + f(x, 3); }
 
+void hog(int mib, int seconds) {
+  void* kept = nullptr;
+  if (cudaMallocAsync(&kept, static_cast<std::size_t>(mib) << 20, nullptr) != cudaSuccess ||
+      cudaStreamSynchronize(nullptr) != cudaSuccess) {
+    throw std::runtime_error("test::hog: no memory");
+  }
+  sleep(static_cast<unsigned>(seconds));
+}
+
 void crash() { std::abort(); }
 
 void hang() {
@@ -61,6 +71,7 @@ long pid() { return static_cast<long>(getpid()); }
     kit::remote::serve<remote_test::Getenv>(&get),
     kit::remote::serve<remote_test::Address>(&address),
     kit::remote::serve<remote_test::Ask>(&ask),
+    kit::remote::serve<remote_test::Hog>(&hog),
     kit::remote::serve<remote_test::Crash>(&crash),
     kit::remote::serve<remote_test::Hang>(&hang),
     kit::remote::serve<remote_test::Forge>(&forge),

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kit/remote.hpp"
+#include "kit/testing.hpp"
 #include "remote_test_calls.hpp"
 
 using Catch::Matchers::ContainsSubstring;
@@ -130,6 +131,27 @@ TEST_CASE("a pointer that is not the judge's device memory crosses as its bare a
   CHECK(call<remote_test::Address, std::uint64_t>(role, host.data()) ==
         reinterpret_cast<std::uint64_t>(host.data()));
   CHECK(call<remote_test::Address, std::uint64_t>(role, static_cast<const float*>(nullptr)) == 0);
+}
+
+TEST_CASE("a worker that holds more device memory than a test may is stopped during its call",
+          "[common][remote][gpu]") {
+  KIT_REQUIRE_GPU();
+  std::string why;
+  kit::remote::stop_worker(role);
+  setenv("KIT_DEVICE_MEMORY_LIMIT_MIB", "64", 1);  // read once per process: the cap is 1088 MiB
+  CHECK(call<remote_test::Add, int>(role, 1, 1) == 2);
+  if (kit::remote::worker_device_memory(&why) < 0) SKIP("NVML cannot be read here: " << why);
+  const long long cap_mib = static_cast<long long>(kit::remote::worker_device_memory_cap() >> 20);
+  CAPTURE(cap_mib);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THAT(worker_error([] { call<remote_test::Hog>(role, 3072, 30); }),
+             ContainsSubstring("MiB of device memory"));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(seconds < 10.0);  // stopped while the call went on, not at its end
+  // Within the cap, a worker keeps going.
+  CHECK_NOTHROW(call<remote_test::Hog>(role, 256, 1));
+  kit::remote::stop_worker(role);
 }
 
 TEST_CASE("a message that ends early is refused", "[common][remote]") {

@@ -293,6 +293,14 @@ long worker_pid(Role role);
 // Device memory the driver reports for the student's worker (NVML, per process), in bytes;
 // -1 with `why` filled when it cannot be read here.
 long long worker_device_memory(std::string* why = nullptr);
+// The same for process `pid` and the processes below it.
+long long process_device_memory(long pid, std::string* why = nullptr);
+
+// The most device memory the driver may report for a student's worker before the judge stops
+// it: a test's limit for its own buffers (kit::device_memory_limit) and 1 GiB for the context,
+// its kernels and their local memory. The worker's own count of its cudaMallocs is its code's to
+// change; this one is the driver's.
+std::size_t worker_device_memory_cap();
 
 // The executable of the worker of `role`: KIT_WORKER or KIT_REFERENCE_WORKER, else the lab's build.
 std::string worker_executable(Role role);
