@@ -94,7 +94,7 @@ class Worker {
     if (why.empty()) watch_memory(name, false);
     if (why == "timeout") {
       stop();
-      throw WorkerError("the worker running your lab's code did not finish " + name + " within " +
+      throw WorkerError(who() + " did not finish " + name + " within " +
                         std::to_string(call_timeout_ms() / 1000) +
                         " s and was stopped: a kernel or a loop that never ends?");
     }
@@ -104,6 +104,12 @@ class Worker {
   }
 
   long pid() const { return pid_; }
+
+  // The worker, as its failures name it.
+  std::string who() const {
+    return role_ == Role::student ? "the worker running your lab's code"
+                                  : "the worker running the kit's reference (not your code)";
+  }
 
   // Waits until the worker has something to say ("" then), "timeout" after the call's time
   // limit, watching the worker's device memory meanwhile.
@@ -132,7 +138,7 @@ class Worker {
     const auto cap = static_cast<long long>(worker_device_memory_cap());
     if (used <= cap) return;
     stop();
-    throw WorkerError("the worker running your lab's code held " + std::to_string(used >> 20) +
+    throw WorkerError(who() + " held " + std::to_string(used >> 20) +
                       " MiB of device memory during " + name + ", more than a test may (" +
                       std::to_string(cap >> 20) +
                       " MiB), and was stopped so that no other test on the GPU runs short: "
@@ -167,13 +173,17 @@ class Worker {
     // The grader confines the worker: its command (sandbox, limits) comes first, one argument a
     // line; unconfined (make check, CTest) the worker runs as it is.
     std::vector<std::string> argv;
-    if (const char* prefix = std::getenv("KIT_WORKER_COMMAND")) argv = split_lines(prefix);
+    // Only the student's worker: the reference's is the kit's own code, built with the judge.
+    const bool confined = role_ == Role::student;
+    if (const char* prefix = std::getenv("KIT_WORKER_COMMAND"); prefix != nullptr && confined) {
+      argv = split_lines(prefix);
+    }
     argv.push_back(program);
     std::vector<char*> args;
     for (std::string& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
     std::vector<std::string> kept;
-    const char* home = std::getenv("KIT_WORKER_HOME");  // a confined worker's own folder
+    const char* home = confined ? std::getenv("KIT_WORKER_HOME") : nullptr;  // its own folder
     for (char** e = environ; *e != nullptr; ++e) {
       const std::string entry = *e;
       const bool place = entry.rfind("HOME=", 0) == 0 || entry.rfind("TMPDIR=", 0) == 0;
@@ -230,7 +240,7 @@ class Worker {
       }
     }
     stop();
-    return "the worker running your lab's code " + how + " " + when +
+    return who() + " " + how + " " + when +
            " (a crash in your code, such as a null pointer or an abort; it was restarted for the "
            "next call)";
   }
