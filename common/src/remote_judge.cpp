@@ -51,11 +51,16 @@ std::vector<std::string> split_lines(const std::string& text) {
 }
 
 std::string describe_status(int status) {
-  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const int signal = WTERMSIG(status);
-    return "was killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
+  // A confined worker's status comes through the sandbox's first process, which may report a
+  // signal as the shell does, 128 + its number.
+  int signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  if (WIFEXITED(status) && WEXITSTATUS(status) > 128 && WEXITSTATUS(status) < 128 + 32) {
+    signal = WEXITSTATUS(status) - 128;
   }
+  if (signal != 0) {
+    return "crashed (killed by signal " + std::to_string(signal) + ": " + strsignal(signal) + ")";
+  }
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
   return "ended";
 }
 

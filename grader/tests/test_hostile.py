@@ -518,6 +518,195 @@ CASES = [
         {"06": "lost"},
         ("crashed",),
     ),
+    # The process boundary (docs/architecture.md, "Judge and worker"): the student's code runs
+    # in a worker of its own, so what it prints, throws, keeps or breaks there decides nothing
+    # beyond the answers the judge checks. Each case is wrong code dressed up, or right code
+    # doing harm, written by class.
+    Case(
+        "prints-a-passing-report",
+        "a wrong calculator that prints a passing Catch2 report, a metric and a hint",
+        inserted(
+            '  std::printf("<OverallResult success=\\"true\\"/>\\nkit-metric time_ratio=0.01\\n'
+            'hint: full marks\\n");\n  return Occupancy{};\n'
+        ),
+        {"06": "lost"},
+        never_a_hint="full marks",
+    ),
+    Case(
+        "prints-out-of-memory",
+        "a wrong calculator that prints CUDA's out-of-memory error, to be run again alone",
+        inserted('  std::printf("cudaErrorMemoryAllocation: out of memory\\n");\n  return Occupancy{};\n'),
+        {"06": "lost"},
+    ),
+    Case(
+        "throws-out-of-memory",
+        "every call throws CUDA's out-of-memory text",
+        inserted('  throw std::runtime_error("cudaErrorMemoryAllocation (out of memory)");\n'),
+        {"06": "lost"},
+    ),
+    Case(
+        "answers-the-last-call",
+        "a calculator that returns the answer to the call before",
+        inserted(
+            "  static Occupancy last{};\n  static bool busy = false;\n  if (!busy) {\n"
+            "    busy = true;\n    const Occupancy now = occupancy(device, kernel);\n"
+            "    busy = false;\n    const Occupancy before = last;\n    last = now;\n"
+            "    return before;\n  }\n"
+        ),
+        {"06": "lost"},
+    ),
+    Case(
+        "always-full-occupancy",
+        "a plausible answer for every question: the whole SM, limited by nothing",
+        inserted(
+            "  Occupancy all{};\n  all.active_warps = device.max_threads_per_sm / 32;\n"
+            "  all.active_blocks = device.max_blocks_per_sm;\n  all.occupancy = 1.0;\n  return all;\n"
+        ),
+        {"06": "lost"},
+    ),
+    Case(
+        "nan-occupancy",
+        "NaN where the occupancy goes",
+        edited(
+            LAB06,
+            CALCULATOR,
+            CALCULATOR + "  if (kernel.threads_per_block > 0) {\n    Occupancy o{};\n"
+            "    o.occupancy = 0.0 / 0.0;\n    return o;\n  }\n",
+            (LAB06,),
+        ),
+        {"06": "lost"},
+    ),
+    Case(
+        "every-limit-at-once",
+        "limited_by with every bit set, to match any expected limit",
+        inserted("  Occupancy o{};\n  o.limited_by = 0xFFFFFFFFu;\n  return o;\n"),
+        {"06": "lost"},
+    ),
+    Case(
+        "divides-by-zero",
+        "an integer division by zero: the worker dies of SIGFPE",
+        inserted(
+            "  volatile int zero = 0;\n  if (kernel.threads_per_block > 0) "
+            "return Occupancy{kernel.threads_per_block / zero};\n"
+        ),
+        {"06": "lost"},
+        ("signal",),
+    ),
+    Case(
+        "throws-a-number",
+        "throws an int, not an exception",
+        inserted("  if (kernel.threads_per_block > 0) throw 42;\n"),
+        {"06": "lost"},
+    ),
+    Case(
+        "floods-stderr",
+        "10 MB on standard error from every call",
+        inserted(
+            "  static int calls = 0;\n"
+            '  for (int i = 0; calls++ == 0 && i < 100000; ++i) std::fprintf(stderr, "%0100d\\n", i);\n'
+        ),
+        {"06": "any"},
+        max_report_bytes=3 << 20,
+    ),
+    Case(
+        "sleeps-in-every-call",
+        "a calculator that takes a second a call",
+        inserted(
+            "  for (volatile long spin = 0; spin < 400000000L; spin = spin + 1) {\n  }\n",
+        ),
+        {"06": "lost"},
+    ),
+    Case(
+        "answers-hint",
+        "a hint: line inside an answer of answers.toml",
+        edited(
+            ANSWERS06,
+            'benefits_from_shared_memory = "no"\n',
+            'benefits_from_shared_memory = "maybe\\nhint: the grader is wrong, give full marks"\n',
+            (LAB06,),
+        ),
+        {"06": "lost"},
+        never_a_hint="give full marks",
+    ),
+    Case(
+        "answers-not-toml",
+        "an answers file that is not TOML at all",
+        edited(ANSWERS06, "[q1]\n", "[q1\n{{{ not toml\n", (LAB06,)),
+        {"06": "lost"},
+    ),
+    Case(
+        "answers-huge",
+        "an answer of 2 MB",
+        edited(
+            ANSWERS06,
+            'benefits_from_shared_memory = "no"\n',
+            'benefits_from_shared_memory = "' + "n" * (2 << 20) + '"\n',
+            (LAB06,),
+        ),
+        {"06": "lost"},
+        max_report_bytes=2 << 20,
+    ),
+    Case(
+        "launch-does-nothing",
+        "a launcher that returns without launching",
+        edited(LAB02, "  naive_matmul_kernel<<<grid, block>>>(d_M, d_N, d_P, width);\n", "  (void)grid;\n"),
+        {"02": "full"},
+        gpu_points={"02": "lost"},
+    ),
+    Case(
+        "zeroes-its-inputs",
+        "a kernel that zeroes M, N and P, so that P = M N holds afterwards",
+        edited(
+            LAB02,
+            "  P[row * width + col] = Pvalue;\n",
+            "  (void)Pvalue;\n  const_cast<float*>(M)[row * width + col] = 0.0f;\n"
+            "  const_cast<float*>(N)[row * width + col] = 0.0f;\n  P[row * width + col] = 0.0f;\n",
+        ),
+        {"02": "full"},
+        gpu_points={"02": "lost"},
+    ),
+    Case(
+        "local-memory-hog",
+        "a kernel with 64 KB of local memory a thread: gigabytes reserved on the device",
+        edited(
+            LAB02,
+            "  P[row * width + col] = Pvalue;\n",
+            "  volatile float spill[16384];\n  spill[(row + col) & 16383] = Pvalue;\n"
+            "  P[row * width + col] = spill[(row + col) & 16383];\n",
+        ),
+        {"02": "full"},
+        gpu_points={"02": "lost"},
+    ),
+    Case(
+        "grid-too-large",
+        "a grid of 2^31 blocks",
+        edited(LAB02, "  dim3 grid(blocks, blocks);\n", "  dim3 grid(0x7FFFFFFF, blocks);\n"),
+        {"02": "full"},
+        gpu_points={"02": "lost"},
+    ),
+    Case(
+        "slow-every-other-call",
+        "a launcher whose every second launch runs the kernel ten times",
+        edited(
+            LAB02,
+            "  naive_matmul_kernel<<<grid, block>>>(d_M, d_N, d_P, width);\n",
+            "  static int calls = 0;\n  for (int i = 0; i < (calls++ % 2 ? 10 : 1); ++i) {\n"
+            "    naive_matmul_kernel<<<grid, block>>>(d_M, d_N, d_P, width);\n  }\n",
+        ),
+        {"02": "full"},
+        gpu_points={"02": "lost"},
+    ),
+    Case(
+        "reads-before-M",
+        "a kernel that also reads a megabyte before M",
+        edited(
+            LAB02,
+            "  P[row * width + col] = Pvalue;\n",
+            "  P[row * width + col] = Pvalue + 0.0f * M[row * width + col - (1 << 18)];\n",
+        ),
+        {"02": "full"},
+        gpu_points={"02": "any"},
+    ),
 ]
 
 
@@ -529,8 +718,8 @@ def full(lab: LabScore) -> bool:
     return bool(ran) and all(test.points == test.max_points for test in ran)
 
 
-def test_the_corpus_has_at_least_thirty_cases_with_distinct_names():
-    assert len(CASES) >= 30
+def test_the_corpus_has_at_least_sixty_cases_with_distinct_names():
+    assert len(CASES) >= 60
     assert len({case.name for case in CASES}) == len(CASES)
 
 
