@@ -596,7 +596,8 @@ CASES = [
         "throws-a-number",
         "throws an int, not an exception",
         inserted("  if (kernel.threads_per_block > 0) throw 42;\n"),
-        {"06": "lost"},
+        {"06": "zero"},
+        ("typeinfo for int",),
     ),
     Case(
         "floods-stderr",
