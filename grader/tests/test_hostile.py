@@ -686,16 +686,16 @@ CASES = [
         gpu_points={"02": "lost"},
     ),
     Case(
-        "slow-every-other-call",
-        "a launcher whose every second launch runs the kernel ten times",
+        "ten-launches-a-call",
+        "a correct launcher that runs the kernel ten times a call: timed from the judge, it is slow",
         edited(
             LAB02,
             "  naive_matmul_kernel<<<grid, block>>>(d_M, d_N, d_P, width);\n",
-            "  static int calls = 0;\n  for (int i = 0; i < (calls++ % 2 ? 10 : 1); ++i) {\n"
-            "    naive_matmul_kernel<<<grid, block>>>(d_M, d_N, d_P, width);\n  }\n",
+            "  for (int i = 0; i < 10; ++i) naive_matmul_kernel<<<grid, block>>>(d_M, d_N, d_P, width);\n",
         ),
         {"02": "full"},
         gpu_points={"02": "lost"},
+        gpu_feedback=("time_ratio",),
     ),
     Case(
         "reads-before-M",

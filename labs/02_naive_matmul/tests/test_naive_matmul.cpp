@@ -112,10 +112,31 @@ TEST_CASE("host function rejects null matrices and block sizes outside 1 to 32",
 
 TEST_CASE("host function frees every device buffer it allocates", "[lab02][resources][gpu]") {
   KIT_REQUIRE_GPU();
+  // The student's code runs in its own process (the worker), and what it holds of the device is
+  // read from the driver (NVML), outside that process. Where the kit has the reference, its
+  // worker makes the same calls and is the yardstick (a context and its kernels, nothing kept);
+  // else the count starts after a first call of width 1, which loads the kernel.
   const int width = 1024;  // 12 MiB of device memory per call
   const kit::MatmulProblem problem = kit::make_matmul_problem(width, width, width, 5000);
   std::vector<float> P(problem.M.size(), kit::poison_value());
-  lab02::naive_matmul(problem.M.data(), problem.N.data(), P.data(), width, 32);
+  std::vector<float> one(1, 1.0f), one_out(1, kit::poison_value());
+  const int calls = 9;
+  auto make_calls = [&](const auto& matmul) {
+    matmul(one.data(), one.data(), one_out.data(), 1, 1);
+    for (int i = 0; i < calls; ++i) matmul(problem.M.data(), problem.N.data(), P.data(), width, 32);
+  };
+  std::string why;
+  long long yardstick = -1;
+  if (lab02_tests::reference_host_matmul(one.data(), one.data(), one_out.data(), 1, 1)) {
+    make_calls(lab02_tests::reference_host_matmul);
+    yardstick = kit::remote::process_device_memory(
+        kit::remote::worker_pid(kit::remote::Role::reference), &why);
+  }
+  lab02::naive_matmul(one.data(), one.data(), one_out.data(), 1, 1);
+  if (yardstick < 0) yardstick = kit::remote::worker_device_memory(&why);
+  if (yardstick < 0)
+    SKIP("the driver's count of a process's device memory is not readable here: " << why);
+  make_calls(lab02::naive_matmul);
   {
     // A host function that allocates nothing frees everything: judge only one that computes P.
     INFO(
@@ -123,26 +144,16 @@ TEST_CASE("host function frees every device buffer it allocates", "[lab02][resou
         "correctness tests pass first.");
     KIT_REQUIRE_MATRIX(kit::compare_with_diagnoses(P, problem));
   }
-  // The student's code runs in its own process (the worker), and what it holds of the device
-  // is read from the driver (NVML), outside that process. The first call also loaded its
-  // kernels, so the count starts after it.
-  std::string why;
-  const long long before = kit::remote::worker_device_memory(&why);
-  if (before < 0)
-    SKIP("the driver's count of a process's device memory is not readable here: " << why);
-  const int calls = 8;
-  for (int i = 0; i < calls; ++i) {
-    lab02::naive_matmul(problem.M.data(), problem.N.data(), P.data(), width, 32);
-  }
-  const long long after = kit::remote::worker_device_memory(&why);
-  const double leaked_mib = static_cast<double>(after - before) / (1 << 20);
-  CAPTURE(leaked_mib);
-  INFO("hint: " << calls << " calls kept " << leaked_mib
+  const long long held = kit::remote::worker_device_memory(&why);
+  if (held < 0) FAIL("the driver's count of the worker's device memory could not be read: " << why);
+  const double kept_mib = static_cast<double>(held - yardstick) / (1 << 20);
+  CAPTURE(kept_mib);
+  INFO("hint: " << calls + 1 << " calls kept " << kept_mib
                 << " MiB of device memory after they returned; every cudaMalloc needs a "
                    "cudaFree (kit::DeviceBuffer frees automatically).");
   // One 1024 x 1024 matrix is 4 MiB: a call that keeps any of its buffers keeps at least that
-  // much each time. Less than one buffer in all is the driver's own bookkeeping.
-  CHECK(leaked_mib < 4.0);
+  // much. Less than one buffer in all is the driver's own bookkeeping.
+  CHECK(kept_mib < 4.0);
 }
 
 TEST_CASE("naive kernel speed is close to the reference kernel", "[lab02][performance][gpu]") {
