@@ -63,7 +63,9 @@ KernelAttributes worker_kernel_attributes(const std::string& mangled_prefix) {
   a.registers_per_thread = best->registers;
   a.static_shared_bytes =
       static_cast<std::size_t>(best->shared > reserved ? best->shared - reserved : 0);
-  a.local_bytes_per_thread = static_cast<std::size_t>(best->local);
+  // A thread's local arrays are its stack frame to cuobjdump (STACK:32, LOCAL:0 for an array of
+  // eight counters indexed at run time, sm_90); cudaFuncGetAttributes counts both as local.
+  a.local_bytes_per_thread = static_cast<std::size_t>(best->local + best->stack);
   a.constant_bytes = static_cast<std::size_t>(best->constant);
   a.binary_version = best_arch;
   return a;
