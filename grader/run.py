@@ -306,18 +306,25 @@ def run_test(
     return outcome
 
 
+# What a student's worker may write, in all: a file system of its own of this size (its pages
+# count in the test's memory limit), so no test fills the grading machine's disk.
+WORKER_SCRATCH_BYTES = 64 << 20
+
+
 def worker_env(worker: Path, run_dir: Path, config: RunConfig, env: dict[str, str]) -> dict[str, str]:
     """What a judge needs to start its worker: the submission's worker executable and, when
     confined, the command that confines it (one argument a line, ending in "--"). The worker
-    writes only its own folder (beside the judge's, not in it) and reads only its executable's
-    folder and the probe's: nothing of the judge, the other tests or the class."""
+    writes only its own folder (beside the judge's, not in it; a file system of
+    WORKER_SCRATCH_BYTES in its view) and reads only its executable's folder and the probe's:
+    nothing of the judge, the other tests or the class."""
     variables = {"KIT_WORKER": str(worker)}
     if config.sandbox is not None:
         worker_dir = run_dir.with_name(run_dir.name + "-worker")
         worker_dir.mkdir()
         probes = [Path(value).parent for key, value in env.items() if key == "KIT_PROBE_PATH" and value]
         readable = tuple(dict.fromkeys([worker.parent, *probes]))
-        variables["KIT_WORKER_COMMAND"] = "\n".join(config.sandbox.wrap([], worker_dir, readable))
+        command = config.sandbox.wrap([], worker_dir, readable, scratch_bytes=WORKER_SCRATCH_BYTES)
+        variables["KIT_WORKER_COMMAND"] = "\n".join(command)
         variables["KIT_WORKER_HOME"] = str(worker_dir)
     return variables
 

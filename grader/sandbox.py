@@ -39,10 +39,19 @@ class Sandbox:
     unshare: str = "unshare"
     user_namespace: bool = False  # not root: map the user to root in a new user namespace
 
-    def wrap(self, command: list[str], writable: Path, readable: tuple[Path, ...] = ()) -> list[str]:
+    def wrap(
+        self,
+        command: list[str],
+        writable: Path,
+        readable: tuple[Path, ...] = (),
+        scratch_bytes: int | None = None,
+    ) -> list[str]:
         """`command`, to run confined, seeing `writable` (its folder) and `readable` (its
-        executables and data) and nothing of the hidden folders."""
-        visible = [(writable, "rw")] + [(path, "ro") for path in readable if path != writable]
+        executables and data) and nothing of the hidden folders. With `scratch_bytes`, `writable`
+        is an empty file system of that size in the process's view (its pages count in the
+        test's memory), and nothing it writes reaches the disk."""
+        mode = f"tmpfs:{scratch_bytes}" if scratch_bytes is not None else "rw"
+        visible = [(writable, mode)] + [(path, "ro") for path in readable if path != writable]
         pairs = [part for path, mode in visible for part in (str(path.resolve()), mode)]
         return [
             *self._unshare(),

@@ -13,7 +13,7 @@ import pytest
 from grader import pipeline
 from grader import sandbox as sandbox_module
 from grader.errors import GraderError
-from grader.run import RunConfig, run_test
+from grader.run import WORKER_SCRATCH_BYTES, RunConfig, run_test
 from grader.sandbox import Sandbox, SandboxCheck, build_init, detect
 
 from .conftest import write_fake_catch2
@@ -191,7 +191,8 @@ def test_a_split_labs_worker_is_confined_and_sees_nothing_of_its_judge(tmp_path)
         f"for p in {JUDGE_TESTS} {work}/classmate.cu {spy}; do\n"
         '  if test -r "$p"; then echo "spy: reads $p" >&2; else echo "spy: cannot read $p" >&2; fi\n'
         "done\n"
-        'echo "spy: home $HOME" >&2; echo mine > spy.txt\n'
+        'echo "spy: home $HOME" >&2; echo mine > spy.txt && echo "spy: wrote its folder" >&2\n'
+        'head -c 100000000 /dev/zero > big 2>/dev/null; echo "spy: big has $(wc -c < big) bytes" >&2\n'
     )
     spy.chmod(0o755)
     config = RunConfig(timeout=30, sandbox=check.sandbox)
@@ -203,5 +204,11 @@ def test_a_split_labs_worker_is_confined_and_sees_nothing_of_its_judge(tmp_path)
     assert f"spy: cannot read {work}/classmate.cu" in outcome.output
     assert f"spy: reads {spy}" in outcome.output
     [worker_dir] = [path for path in work.iterdir() if path.name.endswith("-worker")]
-    assert (worker_dir / "spy.txt").read_text() == "mine\n"
     assert f"spy: home {worker_dir}" in outcome.output
+    # Its folder is a file system of its own, WORKER_SCRATCH_BYTES at most, and nothing of it
+    # reaches the disk.
+    assert "spy: wrote its folder" in outcome.output
+    # (The judge starts a new worker for each call the spy fails, so each line comes more than once.)
+    written = [int(line.split()[3]) for line in outcome.output.splitlines() if line.startswith("spy: big")]
+    assert written and all(0 < size <= WORKER_SCRATCH_BYTES for size in written), written
+    assert list(worker_dir.iterdir()) == []
