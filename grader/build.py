@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +34,7 @@ from .sandbox import Sandbox
 from .schedule import Need, Scheduler
 
 if TYPE_CHECKING:
+    from .cgroups import Cgroups
     from .harness import CompileRecipe, LabHarness, LinkRecipe
 
 BUILD_OUTPUT_LIMIT = 256 * 1024
@@ -57,7 +58,10 @@ class BuildConfig:
     build_type: str | None = "Release"  # timings are only meaningful in an optimised build
     defines: dict[str, str] = field(default_factory=dict)
     jobs: int = field(default_factory=lambda: os.cpu_count() or 2)
-    timeout: float = 900.0
+    timeout: float = 900.0  # a CMake step of the kit's own (the harness)
+    # One compile or link of a submission's files: the reference's take seconds, and a template
+    # recursion written to stall the compiler must not hold a CPU slot for the kit's 900 s.
+    student_timeout: float = 120.0
 
 
 @dataclass(frozen=True)
@@ -166,7 +170,12 @@ class BuildCache:
     """Objects and executables of one grading run, by content; one build per key, ever."""
 
     def __init__(
-        self, root: Path, scheduler: Scheduler, config: BuildConfig, sandbox: Sandbox | None = None
+        self,
+        root: Path,
+        scheduler: Scheduler,
+        config: BuildConfig,
+        sandbox: Sandbox | None = None,
+        cgroups: Cgroups | None = None,
     ) -> None:
         self.root = root
         self.scheduler = scheduler
@@ -176,6 +185,9 @@ class BuildCache:
         # solutions, the harness and other submissions are hidden from it too (the screen's
         # include list refuses such names first; this holds even if it missed one).
         self.sandbox = sandbox
+        # Compiles run in a cgroup of their own too (memory and processes), as tests do: the
+        # compiler reads the student's source, which can make it use any amount of memory.
+        self.cgroups = cgroups
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self._results: dict[str, tuple[Path | None, str]] = {}
@@ -190,8 +202,17 @@ class BuildCache:
             yield
 
     def _run(self, command: list[str], cwd: Path) -> ProcessResult:
-        with self.scheduler.hold(Need.CPU):
-            return run_limited(command, cwd=cwd, timeout=self.config.timeout, output_limit=BUILD_OUTPUT_LIMIT)
+        with (
+            self.scheduler.hold(Need.CPU),
+            self.cgroups.for_test() if self.cgroups is not None else nullcontext() as cgroup,
+        ):
+            return run_limited(
+                command,
+                cwd=cwd,
+                timeout=self.config.student_timeout,
+                output_limit=BUILD_OUTPUT_LIMIT,
+                cgroup=cgroup.procs if cgroup is not None else (),
+            )
 
     def _run_compile(self, command: list[str], recipe: CompileRecipe, folder: Path) -> ProcessResult:
         if self.sandbox is None:
@@ -222,7 +243,7 @@ class BuildCache:
         done = self._run_compile(recipe.command(source, obj), recipe, folder)
         self.compiled += 1
         if done.timed_out:
-            return None, f"{recipe.name}: the compiler was stopped after {self.config.timeout:.0f} s"
+            return None, f"{recipe.name}: the compiler was stopped after {self.config.student_timeout:.0f} s"
         if done.returncode != 0 or not obj.is_file():
             return None, trim_log(done.output, folder)
         return obj, ""

@@ -117,7 +117,9 @@ class Engine:
             if options.confine
             else options.run
         )
-        self.cache = BuildCache(self.cache_root, self.scheduler, options.build, self.run_config.sandbox)
+        self.cache = BuildCache(
+            self.cache_root, self.scheduler, options.build, self.run_config.sandbox, self.run_config.cgroups
+        )
         self._harness: Harness | None = None
         # Seconds, summed over submissions (several run at once, so sums can exceed the wall time).
         self.timings = {"harness": 0.0, "build": 0.0, "test_processes": 0.0}

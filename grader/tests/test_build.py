@@ -200,7 +200,7 @@ def test_a_link_error_is_the_students_and_says_so(fake_kit, tmp_path):
 
 def test_a_compile_past_its_time_limit_is_stopped(fake_kit, tmp_path):
     harness = harness_for(fake_kit, tmp_path)
-    cache = BuildCache(tmp_path / "cache", Scheduler(1, [], 1), BuildConfig(timeout=0.5))
+    cache = BuildCache(tmp_path / "cache", Scheduler(1, [], 1), BuildConfig(student_timeout=0.5))
     result = build_submission_lab(
         harness.labs["02"], harness.fingerprint, {"demo.cu": b"// FAKE-COMPILE-HANG\n"}, cache
     )

@@ -224,3 +224,16 @@ def test_memory_and_swap_together_are_limited_where_v1_counts_swap(tmp_path):
         cgroups.close()
     if not checked:
         pytest.skip("this hierarchy does not count swap")
+
+
+def test_a_students_compile_runs_in_a_cgroup_of_its_own(tmp_path):
+    """The compiler reads the student's source, which can make it use any amount of memory: each
+    compile and link of a submission runs in a test-like cgroup (grader/build.py's BuildCache)."""
+    from grader.build import BuildCache, BuildConfig
+    from grader.schedule import Scheduler
+
+    cgroups = cgroups_or_skip(Limits())
+    cache = BuildCache(tmp_path / "cache", Scheduler(1, [], 1), BuildConfig(), cgroups=cgroups)
+    done = cache._run(["/bin/sh", "-c", "cat /proc/self/cgroup"], tmp_path)
+    assert done.returncode == 0
+    assert "/test-" in done.output, done.output
