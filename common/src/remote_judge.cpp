@@ -226,7 +226,6 @@ class Worker {
     ::close(pair[1]);
     fd_ = pair[0];
     pid_ = child;
-    mark_calls_remote();
   }
 
   // What became of a worker that stopped answering.
