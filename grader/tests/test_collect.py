@@ -430,7 +430,7 @@ def test_a_submission_with_files_of_two_labs_places_each_answers_file(fake_kit, 
 
 
 def test_the_kits_lab_03_submitted_flat_keeps_its_answers(tmp_path):
-    # The case of issue 12: tiled_matmul.cu, block_transpose.cu and answers.toml at the top of
+    # A case seen from an LMS export: tiled_matmul.cu, block_transpose.cu and answers.toml at the top of
     # a zip; answers.toml is a file of labs 03 and 06, and the rest is lab 03's.
     kit = load_kit(find_kit_root())
     lab03 = kit.solution_dir(kit.select(["03"])[0])
@@ -442,7 +442,7 @@ def test_the_kits_lab_03_submitted_flat_keeps_its_answers(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Bounded in every dimension (issue 28): each case is built here, at run time, small on disk.
+# Bounded in every dimension: each case is built here, at run time, small on disk.
 
 
 def deep_folder(root: Path, levels: int) -> Path:

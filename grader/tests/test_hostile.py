@@ -1,5 +1,5 @@
 """A corpus of hostile and broken submissions, graded with the real kit as one class beside the
-reference as a control (issue 10): each case says what it tries and what must come of it.
+reference as a control: each case says what it tries and what must come of it.
 
 Runs wherever nvcc, cmake and the sandbox are (CI included): lab 02 for what collect, the source
 screen, the object inspection and the build must stop, lab 06 (whose tests run on the CPU) for

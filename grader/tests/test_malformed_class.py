@@ -1,4 +1,4 @@
-"""One bad upload never costs the class (issue 28): a class of malformed uploads, built here at
+"""One bad upload never costs the class: a class of malformed uploads, built here at
 run time, graded through `make grade` beside a correct submission (lab 06's reference, whose
 tests run on the CPU). The correct one keeps its score, every upload costs only itself, the
 class files are written, nothing from a submission reaches a report or the terminal raw, and
