@@ -522,7 +522,7 @@ def tar_header(name: str, size: int) -> bytes:
 
 def test_a_tar_member_claiming_40_gib_stops_the_reading_before_anything_is_inflated(fake_kit, tmp_path):
     good = make_tar(tmp_path / "x.tar", {"demo.cu": GOOD}, "w").read_bytes()[:1024]  # header + data
-    bomb = tmp_path / "bomb.tar"  # named .tar, but gzip inside, as the was
+    bomb = tmp_path / "bomb.tar"  # named .tar, but gzip inside, as an upload may be
     bomb.write_bytes(gzip.compress(good + tar_header("zeros.bin", 40 << 30) + b"\0" * 8192))
     assert bomb.stat().st_size < 2000
     start = time.monotonic()
