@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import re
 import sys
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .build import BuildConfig, build_command
+from .cgroups import Cgroups
 from .proc import run_limited
 from .rubric import Lab
 from .run import scrubbed_env
@@ -56,7 +58,12 @@ def draw_charts(lab: Lab, source: Path, build_dir: Path, out_dir: Path, config: 
 
 
 def plot_charts(
-    lab: Lab, kit_root: Path, program: Path, out_dir: Path, sandbox: Sandbox | None = None
+    lab: Lab,
+    kit_root: Path,
+    program: Path,
+    out_dir: Path,
+    sandbox: Sandbox | None = None,
+    cgroups: Cgroups | None = None,
 ) -> Charts:
     """Runs the lab's script on an already linked chart program (the grader links it per
     submission); the PNGs it writes become the charts. With a sandbox, confined as a test is."""
@@ -80,7 +87,16 @@ def plot_charts(
         # The interpreter's own tree too (a virtual environment, its packages): a kit kept under
         # /tmp, as CI's fresh clone is, is hidden by the sandbox's private /tmp otherwise.
         command = sandbox.wrap(command, out_dir, (script.parent, program.parent, Path(sys.prefix)))
-    drawn = run_limited(command, cwd=out_dir, timeout=CHART_TIMEOUT, output_limit=CHART_OUTPUT_LIMIT, env=env)
+    # The chart program runs the student's calculator: in a cgroup of its own, as a test is.
+    with cgroups.for_test() if cgroups is not None else nullcontext() as cgroup:
+        drawn = run_limited(
+            command,
+            cwd=out_dir,
+            timeout=CHART_TIMEOUT,
+            output_limit=CHART_OUTPUT_LIMIT,
+            env=env,
+            cgroup=cgroup.procs if cgroup is not None else (),
+        )
     if drawn.returncode == MISSING_MATPLOTLIB:
         return Charts(note="charts not drawn: matplotlib is not installed where the grader runs")
     if drawn.timed_out or drawn.returncode != 0:

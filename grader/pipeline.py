@@ -289,6 +289,7 @@ class Engine:
                     build.executables[lab.charts.target],
                     work_dir / "charts" / lab.tag,
                     self.run_config.sandbox,
+                    self.run_config.cgroups,
                 )
         return lab_score
 

@@ -610,12 +610,14 @@ CASES = [
         max_report_bytes=3 << 20,
     ),
     Case(
-        "sleeps-in-every-call",
-        "a calculator that takes a second a call",
+        "stalls-its-first-call",
+        "a calculator whose first call in a process takes twenty seconds",
         inserted(
-            "  for (volatile long spin = 0; spin < 400000000L; spin = spin + 1) {\n  }\n",
+            "  static bool first = true;\n  if (first) {\n    first = false;\n"
+            "    for (volatile long spin = 0; spin < 8000000000L; spin = spin + 1) {\n    }\n  }\n"
         ),
         {"06": "lost"},
+        ("timed out",),
     ),
     Case(
         "answers-hint",
