@@ -84,9 +84,10 @@ def plot_charts(
     # that other processes share.
     env = scrubbed_env(out_dir, {"MPLCONFIGDIR": str(out_dir / ".matplotlib")})
     if sandbox is not None:
-        # The interpreter's own tree too (a virtual environment, its packages): a kit kept under
-        # /tmp, as CI's fresh clone is, is hidden by the sandbox's private /tmp otherwise.
-        command = sandbox.wrap(command, out_dir, (script.parent, program.parent, Path(sys.prefix)))
+        # The interpreter's own trees too (a virtual environment and its packages, the Python it
+        # was made from): outside the system's folders, they are not in the sandbox's view.
+        python = (Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent)
+        command = sandbox.wrap(command, out_dir, (script.parent, program.parent, *python))
     # The chart program runs the student's calculator: in a cgroup of its own, as a test is.
     with cgroups.for_test() if cgroups is not None else nullcontext() as cgroup:
         drawn = run_limited(

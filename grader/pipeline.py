@@ -135,7 +135,10 @@ class Engine:
 
     def _sandbox(self) -> Sandbox:
         """The sandbox the tests of student code run in (grader/sandbox.py), or a refusal."""
+        # The sandbox's view is an allowlist (the system's folders and what a test names); these
+        # are covered as well, should one lie inside a system folder (a kit kept under /opt).
         hidden = [
+            self.kit.root,
             self.kit.root / "solutions",
             self.kit.root / "build",
             self.options.harness_dir,

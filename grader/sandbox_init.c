@@ -1,11 +1,18 @@
-/* The first process inside a test's new namespaces (grader/sandbox.py): sets up its view of
- * the file system, then becomes the test.
+/* The first process inside a test's new namespaces (grader/sandbox.py): builds its view of the
+ * file system, then becomes the test.
  *
  *     kit_sandbox_init N PATH MODE ... [HIDDEN ...] -- COMMAND ...
  *
  * N visible paths with their modes (rw, ro, or tmpfs:SIZE: an empty, writable file system of
  * at most SIZE bytes in its place, e.g. tmpfs:256m, whose pages count in the test's memory),
  * then the folders to hide, then the command.
+ *
+ * The view is an allowlist: a new, empty root holding only the system's folders (SYSTEM: the
+ * programs, libraries, toolkits and their configuration), a fresh /tmp and /dev with only the
+ * device nodes a CUDA test uses, /proc, /sys, and the visible paths at their own places. Nothing
+ * else of the machine is there: not the kit's checkout or its history, not the class's folder,
+ * not other runs, not home folders. The hidden folders are covered too, should one lie inside a
+ * system folder.
  *
  * C, not Python: a test process is started for every test of every submission, and starting
  * an interpreter (and ctypes, for mount(2)) cost about 20 ms of the 33 ms each confined process
@@ -14,14 +21,13 @@
  *
  * Before it becomes the test, this process gives up every privilege: all capabilities (the
  * bounding set too, and root's on exec), and no_new_privs, so no setuid program gives them back.
- * Without CAP_SYS_ADMIN a test cannot unmount what hides solutions/ or remount anything writable.
- * Where the grader runs as root the test still has uid 0, which owns most files, so what uid 0
- * could write without a capability is out of reach too: every mount read-only (mount_setattr,
- * recursively) but the test's folder, /tmp, /dev/shm, the device nodes and /proc, whose
- * system-wide files stay read-only (CUDA needs /proc writable); /dev only the device nodes a CUDA
- * test uses (a read-only mount does not stop writes to a disk's node); /sys/fs/cgroup and /run
- * hidden (a test's cgroup would be left by writing its pid elsewhere; /run holds daemons'
- * sockets).
+ * Without CAP_SYS_ADMIN a test cannot unmount or remount anything. Where the grader runs as root
+ * the test still has uid 0, which owns most files, so what uid 0 could write without a
+ * capability is out of reach too: every mount read-only (mount_setattr, recursively) but the
+ * test's folder, /tmp, /dev/shm, the device nodes and /proc, whose system-wide files stay
+ * read-only (CUDA needs /proc writable); /dev only the device nodes a CUDA test uses (a
+ * read-only mount does not stop writes to a disk's node); /sys/fs/cgroup covered (a test's
+ * cgroup would be left by writing its pid elsewhere); /run absent (daemons' sockets).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -146,9 +152,30 @@ static int by_name(const void *a, const void *b) {
   return strcmp(((const struct node *)a)->name, ((const struct node *)b)->name);
 }
 
-/* A fresh /dev: the nodes above and NVIDIA's (bound from descriptors opened before /dev is
- * covered), the usual links, and a fresh /dev/shm; fills `nodes` (their names) and returns how
- * many. */
+/* The new root is built here (a fresh file system mounted over the old /tmp), then made "/". */
+#define ROOT "/tmp"
+
+/* The system's folders, bound read-only into the new root where they exist (links, as on a
+ * merged-/usr system, copied as links): what compilers, CUDA, compute-sanitizer, ncu and Python
+ * read. /usr holds the toolkit (/usr/local/cuda) and, on the GPU image, the driver's libraries
+ * (/usr/local/nvidia); /opt its host compiler and Python. */
+static const char *const SYSTEM[] = {"/usr",   "/bin",    "/sbin", "/lib", "/lib32",
+                                     "/lib64", "/libx32", "/etc",  "/opt", "/sys"};
+
+/* `path` inside the new root, before it becomes "/". */
+static const char *rooted(const char *path) {
+  static char buffer[4][4096];
+  static int next = 0;
+  char *out = buffer[next++ % 4];
+  if (snprintf(out, sizeof buffer[0], "%s%s", ROOT, path) >= (int)sizeof buffer[0]) {
+    errno = ENAMETOOLONG;
+    fail("path %s", path);
+  }
+  return out;
+}
+
+/* A fresh /dev in the new root: the nodes above and NVIDIA's, the usual links, and a fresh
+ * /dev/shm; fills `nodes` (their names) and returns how many. */
 static size_t minimal_dev(struct node *nodes) {
   size_t count = 0;
   char path[512];
@@ -175,9 +202,10 @@ static size_t minimal_dev(struct node *nodes) {
     nodes[i].fd = open(path, O_PATH);
     if (nodes[i].fd < 0) fail("opening %s", path);
   }
-  tmpfs("kit-dev", "/dev", "mode=0755,size=64k");
+  if (mkdir(rooted("/dev"), 0755) != 0) fail("mkdir /dev");
+  tmpfs("kit-dev", rooted("/dev"), "mode=0755,size=64k");
   for (size_t i = 0; i < count; ++i) {
-    snprintf(path, sizeof path, "/dev/%.255s", nodes[i].name);
+    snprintf(path, sizeof path, ROOT "/dev/%.255s", nodes[i].name);
     if (nodes[i].dir) {
       if (mkdir(path, 0755) != 0) fail("mkdir %s", path);
     } else {
@@ -194,9 +222,9 @@ static size_t minimal_dev(struct node *nodes) {
       {"/dev/stderr", "/proc/self/fd/2"},
   };
   for (size_t i = 0; i < sizeof links / sizeof links[0]; ++i)
-    if (symlink(links[i][1], links[i][0]) != 0) fail("symlink %s", links[i][0]);
-  if (mkdir("/dev/shm", 0755) != 0) fail("mkdir /dev/shm");
-  tmpfs("kit-shm", "/dev/shm", "mode=1777,size=256m");
+    if (symlink(links[i][1], rooted(links[i][0])) != 0) fail("symlink %s", links[i][0]);
+  if (mkdir(rooted("/dev/shm"), 0755) != 0) fail("mkdir /dev/shm");
+  tmpfs("kit-shm", rooted("/dev/shm"), "mode=1777,size=256m");
   return count;
 }
 
@@ -264,24 +292,40 @@ int main(int argc, char **argv) {
   char **command = argv + split + 1;
   const char *first_visible = count > 0 ? held[0].path : "/";
 
-  /* A fresh /tmp and /dev (with a fresh /dev/shm): nothing left there by an earlier test, or
-   * for a later one. */
-  tmpfs("kit-tmp", "/tmp", "mode=1777,size=1g");
   static struct node nodes[MAX_NODES];
-  size_t node_count = minimal_dev(nodes);
-
-  static const char *const always_hidden[] = {"/sys/fs/cgroup", "/run", "/var/run"};
-  const char **covered = calloc((size_t)hidden_count + 3, sizeof *covered);
-  if (covered == NULL) fail("memory");
-  size_t covered_count = 0;
-  for (int i = 0; i < hidden_count + 3; ++i) {
-    const char *folder = i < hidden_count ? hidden[i] : always_hidden[i - hidden_count];
-    if (is_link(folder)) continue; /* /var/run is a link to /run on most systems */
-    if (is_dir(folder) && strcmp(folder, "/") != 0 && strcmp(folder, "/tmp") != 0) {
-      do_mount("kit-hidden", folder, "tmpfs", 0, "size=64k,mode=0755");
-      covered[covered_count++] = folder;
+  /* The new root: an empty file system over /tmp (so the machine's /tmp is gone from this view
+   * too; visible paths under it are bound back from the descriptors held above). */
+  tmpfs("kit-root", ROOT, "mode=0755,size=1m");
+  for (size_t i = 0; i < sizeof SYSTEM / sizeof SYSTEM[0]; ++i) {
+    const char *folder = SYSTEM[i];
+    if (is_link(folder)) {
+      char target[4096];
+      ssize_t length = readlink(folder, target, sizeof target - 1);
+      if (length < 0) fail("readlink %s", folder);
+      target[length] = '\0';
+      if (symlink(target, rooted(folder)) != 0) fail("symlink %s", folder);
+    } else if (is_dir(folder)) {
+      if (mkdir(rooted(folder), 0755) != 0) fail("mkdir %s", folder);
+      do_mount(folder, rooted(folder), NULL, MS_BIND | MS_REC, NULL);
     }
   }
+  /* A test's cgroup would be left by writing its pid elsewhere. */
+  if (is_dir(rooted("/sys/fs/cgroup")))
+    do_mount("kit-hidden", rooted("/sys/fs/cgroup"), "tmpfs", 0, "size=4k,mode=0755");
+  if (mkdir(rooted("/proc"), 0555) != 0) fail("mkdir /proc");
+  do_mount("/proc", rooted("/proc"), NULL, MS_BIND | MS_REC,
+           NULL); /* unshare's, of this PID namespace */
+  size_t node_count = minimal_dev(nodes);
+  /* A fresh /tmp: nothing left there by an earlier test, or for a later one. */
+  if (mkdir(rooted("/tmp"), 01777) != 0) fail("mkdir /tmp");
+  tmpfs("kit-tmp", rooted("/tmp"), "mode=1777,size=1g");
+
+  /* Hidden folders that lie inside a system folder (the rest are not in the view at all); never
+   * "/" or the fresh /tmp (the system's temporary folder holds a grading run's work root). */
+  for (int i = 0; i < hidden_count; ++i)
+    if (hidden[i][0] == '/' && strcmp(hidden[i], "/") != 0 && strcmp(hidden[i], "/tmp") != 0 &&
+        is_dir(rooted(hidden[i])))
+      do_mount("kit-hidden", rooted(hidden[i]), "tmpfs", 0, "size=64k,mode=0755");
   /* Parents first: bound after its folder, a parent would cover it (a test's folder lies in
    * its submission's, which is read-only). Insertion sort by length: stable, and few paths. */
   for (int i = 1; i < count; ++i)
@@ -291,15 +335,25 @@ int main(int argc, char **argv) {
       held[j - 1] = swap;
     }
   for (int i = 0; i < count; ++i) {
-    make_dirs(held[i].path); /* on a fresh /tmp or a cover: an empty mount point */
+    make_dirs(rooted(held[i].path)); /* in the new root or a cover: an empty mount point */
     if (held[i].tmpfs_size != NULL) {
       char options[96];
       snprintf(options, sizeof options, "mode=0777,size=%.64s", held[i].tmpfs_size);
-      do_mount("kit-work", held[i].path, "tmpfs", 0, options);
+      do_mount("kit-work", rooted(held[i].path), "tmpfs", 0, options);
     } else {
-      bind_from_fd(held[i].fd, held[i].path, 0);
+      /* With what is mounted below it, so a path such as /usr keeps its view; not /tmp, on
+       * which the new root itself is mounted. */
+      bind_from_fd(held[i].fd, rooted(held[i].path), strcmp(held[i].path, ROOT) != 0 ? MS_REC : 0);
     }
   }
+
+  /* The new root becomes "/", and the machine's is let go of: stacked under the new one by
+   * pivot_root(".", "."), then detached. */
+  if (chdir(ROOT) != 0) fail("chdir to the new root");
+  if (syscall(SYS_pivot_root, ".", ".") != 0) fail("pivot_root");
+  if (umount2(".", MNT_DETACH) != 0) fail("detaching the machine's root");
+  if (chdir("/") != 0) fail("chdir /");
+
   char path[512];
   if (set_read_only("/", 1, 1)) {
     /* Every mount read-only, then writable again: the test's own folder, /tmp, /dev/shm, the
@@ -315,11 +369,12 @@ int main(int argc, char **argv) {
       set_read_only(path, 0, 0);
     }
     set_read_only("/proc", 0, 0);
-  } else { /* a kernel older than 5.12: the root and the mounts made here */
-    for (size_t i = 0; i < covered_count; ++i) remount_read_only(covered[i], 0);
-    remount_read_only("/", 1);
+  } else { /* a kernel older than 5.12: each mount made here (not their submounts) */
+    for (size_t i = 0; i < sizeof SYSTEM / sizeof SYSTEM[0]; ++i)
+      if (is_dir(SYSTEM[i]) && !is_link(SYSTEM[i])) remount_read_only(SYSTEM[i], 1);
     for (int i = 0; i < count; ++i)
       if (!held[i].writable) remount_read_only(held[i].path, 1);
+    remount_read_only("/", 0);
   }
   for (size_t i = 0; i < sizeof PROC_READ_ONLY / sizeof PROC_READ_ONLY[0]; ++i) {
     const char *target = PROC_READ_ONLY[i]; /* on either path: /proc itself is writable on both */

@@ -55,6 +55,45 @@ def test_a_confined_process_writes_only_its_folder_and_sees_nothing_hidden(sandb
     assert "Read-only file system" in done.stderr
 
 
+# What a confined process's root may hold: the sandbox's allowlist, and the first folder of each
+# path it was given (the test's folder and what it reads).
+SYSTEM_FOLDERS = {
+    "usr",
+    "bin",
+    "sbin",
+    "lib",
+    "lib32",
+    "lib64",
+    "libx32",
+    "etc",
+    "opt",
+    "sys",
+    "proc",
+    "dev",
+    "tmp",
+}
+
+
+def test_a_confined_process_sees_the_system_and_its_paths_and_nothing_else_of_the_machine(sandbox, tmp_path):
+    kit = Path(pipeline.__file__).resolve().parents[1]  # the kit's checkout, its history included
+    folder = tmp_path / "w"
+    folder.mkdir()
+    outside = [kit / ".git", kit / "README.md", Path.home(), Path("/var"), Path("/run"), Path("/srv")]
+    done = confined(
+        sandbox,
+        "ls -A /; for p in " + " ".join(str(p) for p in outside) + "; do test -e $p && echo seen $p; done; "
+        "test -x /usr/bin/env && test -r /etc/passwd && test -c /dev/null && echo system",
+        folder,
+    )
+    lines = done.stdout.split()
+    assert done.returncode == 0 and lines[-1] == "system", done.stderr
+    assert "seen" not in lines, done.stdout
+    allowed = SYSTEM_FOLDERS | {folder.parts[1]}
+    assert set(lines[:-1]) <= allowed, f"the root shows more than the allowlist: {set(lines[:-1]) - allowed}"
+    cgroups = confined(sandbox, "ls -A /sys/fs/cgroup | wc -l", folder)
+    assert cgroups.stdout.strip() == "0", "a test could leave its cgroup through /sys/fs/cgroup"
+
+
 def test_tmp_is_private_to_each_process_and_there_is_no_network(sandbox, tmp_path):
     folder = tmp_path / "w"
     folder.mkdir()
@@ -212,3 +251,15 @@ def test_a_split_labs_worker_is_confined_and_sees_nothing_of_its_judge(tmp_path)
     written = [int(line.split()[3]) for line in outcome.output.splitlines() if line.startswith("spy: big")]
     assert written and all(0 < size <= WORKER_SCRATCH_BYTES for size in written), written
     assert list(worker_dir.iterdir()) == []
+
+
+def test_a_hidden_folder_that_is_the_system_temporary_folder_leaves_tmp_usable(tmp_path):
+    # A grading run's work root is often in /tmp, so /tmp is among the folders to hide: the
+    # sandbox's own fresh /tmp must stay as big as it is, not become a tiny cover.
+    check = detect((Path("/tmp"),))
+    if check.sandbox is None:
+        pytest.skip(f"no sandbox on this machine: {check.reason}")
+    folder = tmp_path / "w"
+    folder.mkdir()
+    done = confined(check.sandbox, "head -c 1048576 /dev/zero > /tmp/one-mib && echo wrote", folder)
+    assert done.stdout.strip() == "wrote", done.stderr
