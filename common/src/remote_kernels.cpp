@@ -3,7 +3,9 @@
 // reports about itself.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -20,7 +22,9 @@ std::string worker_executable(Role role) {
   return default_worker_path(role);
 }
 
-KernelAttributes worker_kernel_attributes(const std::string& mangled_prefix) {
+namespace {
+
+std::string cuobjdump_or_throw() {
   const std::string cuobjdump =
       sass::find_cuobjdump(KIT_CUOBJDUMP, KIT_CUDA_BIN_DIR, KIT_SOURCE_DIR);
   if (cuobjdump.empty()) {
@@ -28,11 +32,45 @@ KernelAttributes worker_kernel_attributes(const std::string& mangled_prefix) {
         "cuobjdump was not found, and the kit reads your kernels' resources with it (it comes "
         "with the CUDA toolkit, or pip install nvidia-cuda-cuobjdump)");
   }
-  const std::string binary = worker_executable(Role::student);
+  return cuobjdump;
+}
+
+std::vector<sass::Resources> functions_of(Role role, const std::string& mangled_prefix) {
   std::string error;
-  const std::vector<sass::Resources> found =
-      sass::resource_usage(cuobjdump, binary, mangled_prefix, error);
+  std::vector<sass::Resources> found =
+      sass::resource_usage(cuobjdump_or_throw(), worker_executable(role), mangled_prefix, error);
   if (!error.empty()) throw std::runtime_error(error);
+  return found;
+}
+
+// The reference's lab namespace is renamed when it is built (-DlabNN=labNN_reference, cmake/
+// KitLab.cmake), so its name loses that suffix here to compare with the student's.
+std::string as_the_students(std::string name) {
+  const std::string suffix = "_reference";
+  const std::size_t end = name.find("::");
+  if (end != std::string::npos && end >= suffix.size() &&
+      name.compare(end - suffix.size(), suffix.size(), suffix) == 0) {
+    name.erase(end - suffix.size(), suffix.size());
+  }
+  return name;
+}
+
+}  // namespace
+
+std::vector<std::string> worker_functions_beyond_the_labs() {
+  std::set<std::string> labs;
+  for (const sass::Resources& r : functions_of(Role::reference, ""))
+    labs.insert(as_the_students(sass::function_identifier(r.name)));
+  std::set<std::string> beyond;
+  for (const sass::Resources& r : functions_of(Role::student, "")) {
+    const std::string name = sass::function_identifier(r.name);
+    if (labs.count(name) == 0) beyond.insert(name);
+  }
+  return {beyond.begin(), beyond.end()};
+}
+
+KernelAttributes worker_kernel_attributes(const std::string& mangled_prefix) {
+  const std::vector<sass::Resources> found = functions_of(Role::student, mangled_prefix);
   int device = 0;
   cudaDeviceProp props{};
   KIT_CUDA_CHECK(cudaGetDevice(&device));

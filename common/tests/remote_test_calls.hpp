@@ -1,4 +1,4 @@
-// The calls of the kit's own test worker (remote_test_worker.cpp), for test_remote.cpp: one of
+// The calls of the kit's own test worker (remote_test_worker.cu), for test_remote.cpp: one of
 // each kind of argument and result kit/remote.hpp carries, and the ways a worker can fail.
 #pragma once
 
@@ -89,6 +89,16 @@ struct Hog {
   template <class Wire>
   static void args(Wire& w, int& mib, int& seconds) {
     w.value(mib), w.value(seconds);
+  }
+};
+
+// Reserves local memory (a kernel with 64 KiB of it a thread, on every SM), which no cudaMalloc
+// counts, and returns after `seconds`.
+struct LocalHog {
+  static constexpr const char* name = "test::local_hog";
+  template <class Wire>
+  static void args(Wire& w, int& seconds) {
+    w.value(seconds);
   }
 };
 

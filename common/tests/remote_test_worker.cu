@@ -1,5 +1,5 @@
 // The kit's own test worker: serves remote_test_calls.hpp for test_remote.cpp.
-#include <cuda_runtime_api.h>
+#include <cuda_runtime.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -48,6 +48,28 @@ void hog(int mib, int seconds) {
   sleep(static_cast<unsigned>(seconds));
 }
 
+// 64 KiB of local memory a thread: launched with many threads, the driver reserves local memory
+// for every thread that can be resident, and the context keeps it after the kernel.
+__global__ void local_hog_kernel(int* out, int n) {
+  volatile int big[16384];
+  for (int i = 0; i < 16384; ++i) big[i] = i * n;
+  out[threadIdx.x] = big[(threadIdx.x * 7) % 16384];
+}
+
+void local_hog(int seconds) {
+  int* out = nullptr;
+  cudaDeviceProp props{};
+  if (cudaGetDeviceProperties(&props, 0) != cudaSuccess ||
+      cudaMalloc(&out, 1024 * sizeof(int)) != cudaSuccess) {
+    throw std::runtime_error("test::local_hog: no device");
+  }
+  local_hog_kernel<<<props.multiProcessorCount * 2, 1024>>>(out, seconds);
+  if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+    throw std::runtime_error("test::local_hog: the launch failed");
+  }
+  sleep(static_cast<unsigned>(seconds));
+}
+
 void crash() { std::abort(); }
 
 void hang() {
@@ -72,6 +94,7 @@ long pid() { return static_cast<long>(getpid()); }
     kit::remote::serve<remote_test::Address>(&address),
     kit::remote::serve<remote_test::Ask>(&ask),
     kit::remote::serve<remote_test::Hog>(&hog),
+    kit::remote::serve<remote_test::LocalHog>(&local_hog),
     kit::remote::serve<remote_test::Crash>(&crash),
     kit::remote::serve<remote_test::Hang>(&hang),
     kit::remote::serve<remote_test::Forge>(&forge),

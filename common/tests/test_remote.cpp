@@ -1,4 +1,4 @@
-// The judge's side of kit/remote.hpp against the kit's own test worker (remote_test_worker.cpp):
+// The judge's side of kit/remote.hpp against the kit's own test worker (remote_test_worker.cu):
 // what crosses, what comes back, and what happens when a worker fails. Host-only: no GPU needed.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kit/remote.hpp"
+#include "kit/sass.hpp"
 #include "kit/testing.hpp"
 #include "remote_test_calls.hpp"
 
@@ -151,6 +152,10 @@ TEST_CASE("a worker that holds more device memory than a test may is stopped dur
   CHECK(seconds < 10.0);  // stopped while the call went on, not at its end
   // Within the cap, a worker keeps going.
   CHECK_NOTHROW(call<remote_test::Hog>(role, 256, 1));
+  // Local memory the driver reserves for a kernel counts too, though no cudaMalloc asked for it
+  // (64 KiB for every thread the GPU can hold at once: about 17 GiB on an H100).
+  CHECK_THAT(worker_error([] { call<remote_test::LocalHog>(role, 30); }),
+             ContainsSubstring("MiB of device memory"));
   kit::remote::stop_worker(role);
 }
 
@@ -165,4 +170,49 @@ TEST_CASE("a message that ends early is refused", "[common][remote]") {
   kit::remote::Decoder cut(bytes.data(), bytes.size() - 2);
   cut.get<std::uint32_t>();
   CHECK_THROWS_AS(cut.text(), WorkerError);
+}
+
+namespace {
+// Sets an environment variable for one block, then puts back what was there.
+class ScopedVariable {
+ public:
+  ScopedVariable(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedVariable() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
+  ScopedVariable(const ScopedVariable&) = delete;
+  ScopedVariable& operator=(const ScopedVariable&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+}  // namespace
+
+TEST_CASE("a mangled name is compared by its qualified name alone", "[common][sass]") {
+  using kit::sass::function_identifier;
+  CHECK(function_identifier("_ZN5lab0117block_sums_kernelEPKfPfi") == "lab01::block_sums_kernel");
+  CHECK(function_identifier("_ZN5lab0521dynamic_matmul_kernelILi16EEEvPKfS2_Pfiiii") ==
+        "lab05::dynamic_matmul_kernel");
+  CHECK(function_identifier("_Z6kernelPf") == "kernel");
+  CHECK(function_identifier("_ZNSt6vectorIiE4sizeEv") == "_ZNSt6vectorIiE4sizeEv");  // kept whole
+  CHECK(function_identifier("not_mangled") == "not_mangled");
+}
+
+TEST_CASE("the judge finds a student's kernel of a name the lab does not have",
+          "[common][remote][sass]") {
+  const ScopedVariable reference("KIT_REFERENCE_WORKER", KIT_NAMED_KERNELS_REFERENCE);
+  std::vector<std::string> beyond;
+  {
+    const ScopedVariable student("KIT_WORKER", KIT_NAMED_KERNELS_STUDENT);
+    try {
+      beyond = kit::remote::worker_functions_beyond_the_labs();
+    } catch (const std::runtime_error& e) {
+      SKIP("the kernels could not be listed here: " << e.what());
+    }
+  }
+  // The lab's kernel with other parameter types is the lab's; the added one is not.
+  CHECK(beyond == std::vector<std::string>{"lab99::doubling_kernel"});
 }

@@ -311,6 +311,13 @@ std::string worker_executable(Role role);
 // there is no such kernel or no cuobjdump.
 KernelAttributes worker_kernel_attributes(const std::string& mangled_prefix);
 
+// The functions (kernels, and device functions the compiler kept apart) of the student's worker
+// that the reference's worker has no function of that name for (kit::sass::function_identifier:
+// parameter types and template arguments aside), sorted. The kit's own code is in both, so what
+// remains is the student's beyond the lab's kernels: work a test that reads a kernel by name
+// would not see. Throws std::runtime_error when cuobjdump cannot read either worker.
+std::vector<std::string> worker_functions_beyond_the_labs();
+
 // The worker executable a lab's build names for each role (registered by the lab's judge-side
 // calls at static initialisation); KIT_WORKER and KIT_REFERENCE_WORKER, where set, win.
 bool set_default_worker_path(Role role, const char* path);

@@ -160,6 +160,28 @@ inline std::string mangled_template_prefix(const std::string& space, const std::
          std::to_string(value) + "EEE";
 }
 
+// The qualified name of a mangled function without its template arguments and parameters
+// ("lab01::block_sums_kernel" for _ZN5lab0117block_sums_kernelEPKfPfi), so two builds of one
+// kernel with other parameter types or instantiations compare equal; the mangled name itself
+// where it is not a plain (nested) name.
+inline std::string function_identifier(const std::string& mangled) {
+  if (mangled.rfind("_Z", 0) != 0) return mangled;
+  std::size_t at = 2;
+  const bool nested = at < mangled.size() && mangled[at] == 'N';
+  if (nested) ++at;
+  std::string name;
+  while (at < mangled.size() && std::isdigit(static_cast<unsigned char>(mangled[at]))) {
+    std::size_t length = 0;
+    while (at < mangled.size() && std::isdigit(static_cast<unsigned char>(mangled[at])))
+      length = length * 10 + static_cast<std::size_t>(mangled[at++] - '0');
+    if (length == 0 || at + length > mangled.size()) return mangled;
+    name += (name.empty() ? "" : "::") + mangled.substr(at, length);
+    at += length;
+    if (!nested) break;
+  }
+  return name.empty() ? mangled : name;
+}
+
 // What the compiler gave one function for one architecture (cuobjdump --dump-resource-usage).
 struct Resources {
   std::string name;  // mangled

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
+#include <exception>
 #include <string>
 #include <vector>
 
 #include "kit/compare.hpp"
 #include "kit/gpu.hpp"
 #include "kit/poison.hpp"
+#include "kit/remote.hpp"
 #include "kit/sanitizer.hpp"
 
 // First line of every [gpu] test: without a usable GPU the test is reported as skipped
@@ -52,6 +54,30 @@ inline bool fully_written(const std::vector<float>& P) {
                           "hint: make the correctness tests pass first; this test judges only a "
                           "kernel that computes all of P.");
   return false;
+}
+
+// First step of a test that reads a lab kernel's machine code, attributes or launches by name:
+// the student's code may define no function the reference does not (kit::remote::
+// worker_functions_beyond_the_labs), or a kernel under the expected name could pass the test
+// while one of another name does the work. `readme` says where the write-up names the kernels.
+// A SKIP where cuobjdump cannot read the workers (the test itself would skip there too).
+inline void require_only_the_labs_kernels(const std::string& readme) {
+  std::vector<std::string> beyond;
+  try {
+    beyond = remote::worker_functions_beyond_the_labs();
+  } catch (const std::exception& error) {
+    SKIP("your code's kernels could not be listed: " << error.what());
+  }
+  if (beyond.empty()) return;
+  std::string names;
+  for (std::size_t i = 0; i < beyond.size() && i < 5; ++i) names += "\n  " + beyond[i];
+  if (beyond.size() > 5) names += "\n  and " + std::to_string(beyond.size() - 5) + " more";
+  FAIL("your code defines " << beyond.size()
+                            << " kernel(s) or device function(s) the lab does not name:" << names
+                            << "\nhint: this test reads the lab's kernels by name, so the work "
+                               "must be done in them: keep the kernels the skeleton declares and "
+                               "write no others ("
+                            << readme << ").");
 }
 
 // The compute-sanitizer executable for a safety test (kit::sanitizer::find_compute_sanitizer),

@@ -95,6 +95,7 @@ std::vector<kit::sass::Function> machine_code_of(const char* kernel) {
          << KIT_CUDA_BIN_DIR << " nor in the kit's .venv nor on PATH; reading the machine code "
          << "needs it (it comes with the CUDA toolkit, or pip install nvidia-cuda-cuobjdump)");
   }
+  kit::require_only_the_labs_kernels("README section 7");
   const kit::sass::Dump dump =
       kit::sass::disassemble(cuobjdump, kit::remote::worker_executable(kit::remote::Role::student),
                              kit::sass::mangled_prefix("lab01", kernel));
@@ -130,6 +131,7 @@ void check_no_race(const char* mode, const char* kernel, const char* correctness
                    const char* hint) {
   const std::string tool = kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the race check");
   const std::string probe = KIT_BUILT_PATH(KIT_PROBE_PATH);
+  kit::require_only_the_labs_kernels("README section 7");
   const std::string racecheck = "--tool racecheck --racecheck-report hazard";
   const kit::sanitizer::Run r = kit::sanitizer::run(tool, racecheck, probe, mode);
   if (r.exit_code == 0) {
@@ -458,6 +460,7 @@ TEST_CASE("block sum kernel keeps its partial sums in shared memory", "[lab01][r
     const std::string problem = lab01_tests::block_sums_problem(x, lab01_tests::run_block_sums(x));
     if (!problem.empty()) FAIL(problem);
   }
+  kit::require_only_the_labs_kernels("README section 7");
   const std::size_t bytes = lab01_tests::block_sums_attributes().static_shared_bytes;
   const std::size_t one_per_thread = lab01::kThreadsPerBlock * sizeof(float);
   CAPTURE(bytes, one_per_thread);
@@ -503,6 +506,7 @@ TEST_CASE("chunk histogram kernel uses no local memory", "[lab01][resources][gpu
         x, lab01_tests::run_histograms(x, lab01::launch_chunk_histograms));
     if (!problem.empty()) FAIL(problem);
   }
+  kit::require_only_the_labs_kernels("README section 7");
   const kit::KernelAttributes attributes = lab01_tests::chunk_histograms_attributes();
   CAPTURE(attributes.local_bytes_per_thread, attributes.registers_per_thread);
   INFO("hint: chunk_histograms_kernel has "

@@ -90,6 +90,7 @@ TEST_CASE("block transpose result matches the host reference for block widths 4 
 TEST_CASE("block transpose has no shared-memory race under racecheck", "[lab03][safety][gpu]") {
   KIT_REQUIRE_GPU();
   const std::string tool = lab03_tests::find_racecheck();
+  kit::require_only_the_labs_kernels("README section 12");
   const kit::sanitizer::Run r = lab03_tests::racecheck_probe(tool, "transpose");
   CAPTURE(r.command, r.exit_code);
   if (r.exit_code == 0) {

@@ -48,6 +48,7 @@ TEST_CASE("tiled host function returns the product of its host matrices",
 TEST_CASE("tiled kernel keeps two TILE_WIDTH x TILE_WIDTH float tiles in shared memory",
           "[lab03][resources][gpu]") {
   KIT_REQUIRE_GPU();
+  kit::require_only_the_labs_kernels("README section 12");
   for (int tile : {16, 32}) {
     const kit::KernelAttributes a = lab03_tests::tiled_kernel_attributes(tile);
     CAPTURE(tile, a.static_shared_bytes);

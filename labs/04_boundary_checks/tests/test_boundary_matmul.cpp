@@ -173,6 +173,7 @@ TEST_CASE("tiled kernels make no out-of-bounds access under memcheck", "[lab04][
 TEST_CASE("both tiled kernels keep two TILE_WIDTH x TILE_WIDTH float tiles in shared memory",
           "[lab04][resources][gpu]") {
   KIT_REQUIRE_GPU();
+  kit::require_only_the_labs_kernels("README section 8");
   for (int tile : {16, 32}) {
     const std::pair<const char*, kit::KernelAttributes> kernels[] = {
         {"tiled_matmul_kernel", lab04_tests::square_kernel_attributes(tile)},

@@ -426,6 +426,7 @@ TEST_CASE("each launch asks for exactly the dynamic shared memory its configurat
         "Nsight Compute (ncu) was not found; reading each launch's dynamic shared memory "
         "needs it (it comes with the CUDA toolkit)");
   }
+  kit::require_only_the_labs_kernels("README section 9");
   const std::string metric = "launch__shared_mem_per_block_dynamic";
   const std::string probe = KIT_BUILT_PATH(KIT_PROBE_PATH);
   const kit::profiler::Profile p = kit::profiler::profile(ncu, metric, probe, "sizes");
@@ -434,7 +435,8 @@ TEST_CASE("each launch asks for exactly the dynamic shared memory its configurat
     SKIP("Nsight Compute may not profile on this machine (ERR_NVGPUCTRPERM)");
   }
   const std::vector<lab05_tests::TileDepth> launches = lab05_tests::sized_launches();
-  // Only the lab's kernel is judged: a launcher may run other kernels of its own beside it.
+  // Only the lab's kernel is judged: the launcher may run none of another name (checked above),
+  // but may run the kit's own beside it.
   std::vector<kit::profiler::KernelCount> kernels;
   for (const kit::profiler::KernelCount& k : p.kernels) {
     if (k.kernel.find("dynamic_matmul_kernel") != std::string::npos) kernels.push_back(k);
@@ -489,6 +491,7 @@ TEST_CASE("dynamic kernel keeps its tiles in dynamic shared memory only",
                       "live was not judged\nhint: make the correctness tests pass first.");
     }
   }
+  kit::require_only_the_labs_kernels("README section 9");
   for (int tile : {8, 16, 32}) {
     const kit::KernelAttributes a = lab05_tests::kernel_attributes(tile);
     CAPTURE(tile, a.static_shared_bytes);
