@@ -44,7 +44,7 @@ from .report import (
 )
 from .rubric import Kit, Lab, check_rubric_against_listing
 from .run import RunConfig, list_tests, run_tests
-from .sandbox import Sandbox, detect
+from .sandbox import Sandbox, detect, tool_folders
 from .schedule import Need, Scheduler, Stopped, visible_gpus
 from .score import CheckResult, LabScore, SubmissionScore, score_lab, score_test, score_unbuilt_lab
 from .stage import make_work_dir, stage_submission
@@ -146,7 +146,9 @@ class Engine:
             self.cache_root.parent,
             self.options.output_dir,
         ]
-        check = detect(tuple(dict.fromkeys(path for path in hidden if path is not None)))
+        check = detect(
+            tuple(dict.fromkeys(path for path in hidden if path is not None)), tool_folders(self.kit.root)
+        )
         if check.sandbox is None:
             raise GraderError(
                 f"cannot confine student code on this machine: {check.reason}. Tests of student code "

@@ -38,6 +38,7 @@ class Sandbox:
     hidden: tuple[Path, ...] = ()
     unshare: str = "unshare"
     user_namespace: bool = False  # not root: map the user to root in a new user namespace
+    tools: tuple[Path, ...] = ()  # read-only in every view: tools outside the system's folders
 
     def wrap(
         self,
@@ -51,7 +52,8 @@ class Sandbox:
         is an empty file system of that size in the process's view (its pages count in the
         test's memory), and nothing it writes reaches the disk."""
         mode = f"tmpfs:{scratch_bytes}" if scratch_bytes is not None else "rw"
-        visible = [(writable, mode)] + [(path, "ro") for path in readable if path != writable]
+        named = dict.fromkeys([*readable, *self.tools])
+        visible = [(writable, mode)] + [(path, "ro") for path in named if path != writable]
         pairs = [part for path, mode in visible for part in (str(path.resolve()), mode)]
         return [
             *self._unshare(),
@@ -76,9 +78,22 @@ class SandboxCheck:
     reason: str = ""  # why there is none
 
 
-def detect(hidden: tuple[Path, ...] = ()) -> SandboxCheck:
+def tool_folders(kit_root: Path) -> tuple[Path, ...]:
+    """The folders of the tools a judge runs confined (cuobjdump, compute-sanitizer, ncu) where
+    they lie outside the system's folders the sandbox shows anyway: the CUDA toolkit nvcc is in,
+    and the NVIDIA wheels scripts/setup.sh installs into the kit's .venv (cuobjdump, where the
+    toolkit has none)."""
+    found: list[Path] = []
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if Path(nvcc).is_file():
+        found.append(Path(nvcc).resolve().parent.parent)
+    found += sorted(kit_root.glob(".venv/lib/python3*/site-packages/nvidia/*/bin"))
+    return tuple(dict.fromkeys(path.resolve() for path in found if path.is_dir()))
+
+
+def detect(hidden: tuple[Path, ...] = (), tools: tuple[Path, ...] = ()) -> SandboxCheck:
     """A sandbox that works on this machine, tried once with a command that needs every part of
-    it, or why there is none."""
+    it, or why there is none. `tools` stay visible in every view (tool_folders)."""
     unshare = shutil.which("unshare")
     if unshare is None:
         return SandboxCheck(None, "util-linux unshare is not installed")
@@ -86,7 +101,11 @@ def detect(hidden: tuple[Path, ...] = ()) -> SandboxCheck:
     if init is None:
         return SandboxCheck(None, problem)
     sandbox = Sandbox(
-        init, tuple(path.resolve() for path in hidden), unshare, user_namespace=os.geteuid() != 0
+        init,
+        tuple(path.resolve() for path in hidden),
+        unshare,
+        user_namespace=os.geteuid() != 0,
+        tools=tuple(path for path in tools if path.is_dir()),
     )
     probe = Path(__file__).resolve().parent
     command = sandbox.wrap(["/bin/sh", "-c", "test ! -w / && test -d " + shlex.quote(str(probe))], probe)

@@ -35,10 +35,14 @@ std::string cuobjdump_or_throw() {
   return cuobjdump;
 }
 
+// The reference's worker is the kit's own build, outside the view of the sandbox that reads the
+// student's; cuobjdump reads it as the judge runs.
 std::vector<sass::Resources> functions_of(Role role, const std::string& mangled_prefix) {
   std::string error;
-  std::vector<sass::Resources> found =
-      sass::resource_usage(cuobjdump_or_throw(), worker_executable(role), mangled_prefix, error);
+  const sanitizer::Reads reads =
+      role == Role::student ? sanitizer::Reads::student_code : sanitizer::Reads::kit_files;
+  std::vector<sass::Resources> found = sass::resource_usage(
+      cuobjdump_or_throw(), worker_executable(role), mangled_prefix, error, reads);
   if (!error.empty()) throw std::runtime_error(error);
   return found;
 }

@@ -1,10 +1,12 @@
 // Reading Nsight Compute's report (kit/profiler.hpp) and the count a tiled kernel must reach
 // (kit/locality.hpp), on hand-made ncu output: no GPU and no ncu needed.
 #include <catch2/catch_test_macros.hpp>
+#include <cstdlib>
 #include <string>
 
 #include "kit/locality.hpp"
 #include "kit/profiler.hpp"
+#include "kit/sanitizer.hpp"
 
 namespace {
 
@@ -119,4 +121,27 @@ TEST_CASE("profiler splits one run of several probe trials at the kit's trial-en
     p.kernels.push_back({"void lab03::tiled_matmul_kernel<8>()", 7.0});
     CHECK(p.trials().size() == 3);
   }
+}
+
+TEST_CASE("a tool run confined writes its temporary files in the view's own /tmp", "[common]") {
+  // The judge's TMPDIR is its own folder, which a confined tool cannot see: compute-sanitizer
+  // and ncu refused to run with it. Here the confining prefix is a plain env, so the command
+  // sees this machine's /tmp.
+  const std::string names[] = {"KIT_WORKER_COMMAND", "TMPDIR"};
+  std::string kept[2];
+  bool had[2];
+  for (int i = 0; i < 2; ++i) {
+    const char* value = std::getenv(names[i].c_str());
+    had[i] = value != nullptr;
+    kept[i] = had[i] ? value : "";
+  }
+  setenv("KIT_WORKER_COMMAND", "/usr/bin/env\n", 1);
+  setenv("TMPDIR", "/nonexistent/judge-run-folder", 1);
+  const kit::sanitizer::Run r =
+      kit::sanitizer::run_command("echo $TMPDIR $HOME; test -w \"$TMPDIR\" && echo writable");
+  for (int i = 0; i < 2; ++i) {
+    had[i] ? setenv(names[i].c_str(), kept[i].c_str(), 1) : unsetenv(names[i].c_str());
+  }
+  CHECK(r.exit_code == 0);
+  CHECK(r.output == "/tmp /tmp\nwritable\n");
 }

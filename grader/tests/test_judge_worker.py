@@ -11,15 +11,17 @@ the CPU, so this runs in CI too.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-from grader.run import RunConfig, list_tests, run_test
-from grader.sandbox import detect
+from grader.run import RunConfig, Status, list_tests, run_test
+from grader.sandbox import detect, tool_folders
 
 BUILD = Path(os.environ.get("KIT_BUILD_DIR", "/nonexistent"))
+KIT_ROOT = Path(__file__).resolve().parents[2]
 JUDGE = BUILD / "bin" / "lab06_tests"
 
 # A worker that speaks the wire format of common/src/remote_wire.hpp (an 8-byte length, then the
@@ -117,3 +119,28 @@ def test_a_worker_that_refuses_every_call_earns_only_the_refusal_tests(judged):
     passed = [name for name, status in outcomes.items() if status == "passed"]
     assert all(worker_free(name) or "rejects" in name for name in passed), passed
     assert any(status == "failed" for status in outcomes.values())
+
+
+def test_a_confined_judge_reads_the_kernels_of_a_students_worker_and_of_the_kits_reference(tmp_path):
+    """A machine-code test lists the student's worker's kernels beside the reference worker's:
+    the student's inside the worker's sandbox, the reference's (the kit's own build, which that
+    sandbox does not show) as the judge runs. Lab 01's machine-code tests need no GPU."""
+    judge = BUILD / "bin" / "lab01_tests"
+    if not judge.is_file():
+        pytest.skip("KIT_BUILD_DIR has no lab01_tests (make test builds it)")
+    student = tmp_path / "student"  # as in a grading run: the worker is not beside the reference's
+    student.mkdir()
+    worker = student / "lab01_worker"
+    shutil.copy2(BUILD / "bin" / "lab01_worker", worker)
+    work = tmp_path / "work"
+    work.mkdir()
+    check = detect((work, judge.parent), tool_folders(KIT_ROOT))
+    if check.sandbox is None:
+        pytest.skip(f"no sandbox on this machine: {check.reason}")
+    config = RunConfig(timeout=60, sandbox=check.sandbox)
+    outcome = run_test(
+        judge, "polynomial kernel machine code reads only x from global memory", work, config, worker=worker
+    )
+    if outcome.status is Status.SKIPPED and "cuobjdump was found neither" in "\n".join(outcome.messages):
+        pytest.skip("no cuobjdump on this machine")
+    assert outcome.status is Status.PASSED, outcome.messages

@@ -72,15 +72,24 @@ inline std::string confined(const std::string& command) {
   for (std::string line; std::getline(lines, line);) {
     if (!line.empty()) out += shell_quote(line) + " ";
   }
-  return out + "/bin/sh -c " + shell_quote(command);
+  // The judge's TMPDIR and HOME are its own folder, which the worker's view does not hold:
+  // compute-sanitizer and ncu, finding no temporary folder, refused to run (seen on an H200).
+  // The view's fresh /tmp is theirs instead.
+  return out + "/usr/bin/env TMPDIR=/tmp HOME=/tmp /bin/sh -c " + shell_quote(command);
 }
+
+// How run_command runs a command: confined as the worker is (anything that runs or reads the
+// student's code), or as the judge runs (a tool reading only the kit's own files, which the
+// worker's view does not hold).
+enum class Reads { student_code, kit_files };
 
 // Runs a shell command: its exit status and its output, stdout and stderr together (the first
 // MiB of it). The profiler's tests (kit/profiler.hpp) run Nsight Compute through it too.
-inline Run run_command(const std::string& command) {
+inline Run run_command(const std::string& command, Reads reads = Reads::student_code) {
   Run r;
   r.command = command;
-  FILE* pipe = popen((confined(r.command) + " 2>&1").c_str(), "r");
+  const std::string shell = reads == Reads::student_code ? confined(r.command) : r.command;
+  FILE* pipe = popen((shell + " 2>&1").c_str(), "r");
   if (pipe == nullptr) {
     r.output = "popen failed: could not start a shell";
     return r;

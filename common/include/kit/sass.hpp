@@ -191,14 +191,16 @@ struct Resources {
 };
 
 // The resource usage of every function of `binary` whose mangled name starts with name_prefix,
-// for every architecture it holds; error set when cuobjdump could not be run.
-inline std::vector<Resources> resource_usage(const std::string& cuobjdump,
-                                             const std::string& binary,
-                                             const std::string& name_prefix, std::string& error) {
+// for every architecture it holds; error set when cuobjdump could not be run. `reads` says
+// whose binary it is (sanitizer::run_command).
+inline std::vector<Resources> resource_usage(
+    const std::string& cuobjdump, const std::string& binary, const std::string& name_prefix,
+    std::string& error, sanitizer::Reads reads = sanitizer::Reads::student_code) {
   std::vector<Resources> found;
   const sanitizer::Run run =
       sanitizer::run_command(sanitizer::shell_quote(cuobjdump) + " --dump-resource-usage " +
-                             sanitizer::shell_quote(binary));
+                                 sanitizer::shell_quote(binary),
+                             reads);
   if (run.exit_code != 0) {
     error = "cuobjdump --dump-resource-usage failed (exit code " + std::to_string(run.exit_code) +
             "): " + run.output.substr(0, 500);
