@@ -138,7 +138,9 @@ def test_a_test_graded_confined_reads_its_executable_and_passes(sandbox, tmp_pat
 
 
 def test_the_engine_refuses_student_code_where_there_is_no_sandbox(fake_kit, monkeypatch):
-    monkeypatch.setattr(pipeline, "detect", lambda hidden: SandboxCheck(None, "unshare is not installed"))
+    monkeypatch.setattr(
+        pipeline, "detect", lambda hidden, tools=(): SandboxCheck(None, "unshare is not installed")
+    )
     with pytest.raises(GraderError, match="unshare is not installed.*--unconfined"):
         pipeline.Engine(fake_kit.kit, fake_kit.options(confine=True))
     with pipeline.Engine(fake_kit.kit, fake_kit.options(confine=False)) as engine:

@@ -1,0 +1,163 @@
+"""pages.py: the write-ups rendered to HTML and PDF, opened in headless Chromium.
+
+Each page is loaded with a small script added that reports, once the page has loaded, which
+images did not load and whether anything is wider than the window; the DOM Chromium dumps
+carries the report. Links are checked against the files themselves. Each PDF's pages become
+PNGs (pdftoppm), and its text (pdftotext) must hold the lab's title and its code.
+Screenshots and page images are kept under KIT_PAGES_OUT when it is set (CI keeps them).
+Skipped, with the reason, where Chromium or poppler-utils is not installed.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from grader.pages import chromium_command, find_chromium, kit_pages, render_pages
+from grader.rubric import find_kit_root, load_kit
+
+pytest.importorskip("markdown", reason="Python-Markdown is not installed (make setup-dev installs it)")
+
+KIT = load_kit(find_kit_root())
+WIDTHS = (1280, 700)  # a laptop's window and a narrow one: nothing may be wider than either
+
+CHECKER = """
+<script>
+window.addEventListener("load", () => {
+  const broken = [...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src);
+  const wide = [...document.querySelectorAll("main *")]
+    .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+    .map(e => e.tagName + ": " + (e.textContent || "").slice(0, 60));
+  const report = document.createElement("pre");
+  report.id = "kit-check";
+  report.textContent = JSON.stringify({
+    broken, wide: wide.slice(0, 5), scroll: document.documentElement.scrollWidth,
+    client: document.documentElement.clientWidth, images: document.images.length,
+    code: document.querySelectorAll("pre code, .codehilite").length,
+  });
+  document.body.appendChild(report);
+});
+</script>
+"""
+
+
+class _Links(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for key, value in attrs:
+            if key in ("href", "src") and value:
+                self.links.append(value)
+            if key == "id" and value:
+                self.ids.add(value)
+
+
+def _parse(path: Path) -> _Links:
+    parser = _Links()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("kit") / "pages"  # pages/ in a kit-shaped folder
+    return out, render_pages(KIT, out, pdf=find_chromium() is not None)
+
+
+def _kept(name: str) -> Path | None:
+    folder = os.environ.get("KIT_PAGES_OUT")
+    if not folder:
+        return None
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    return Path(folder) / name
+
+
+def test_every_write_up_has_a_page_and_every_link_between_pages_resolves(rendered):
+    out, result = rendered
+    names = {path.name for path in result.html}
+    assert names == {"index.html"} | {page.name for page in kit_pages(KIT)}
+    parsed = {path.name: _parse(path) for path in result.html}
+    for name, page in parsed.items():
+        for link in page.links:
+            parts = urlsplit(link)
+            if parts.scheme or link.startswith("//"):
+                continue
+            target = name if not parts.path else parts.path
+            if target.startswith("../"):  # a file of the kit, from the kit's pages/ folder
+                assert (KIT.root / target[3:]).exists(), f"{name}: {link} names no file of the kit"
+                continue
+            assert (out / target).exists(), f"{name}: {link} names no page"
+            if parts.fragment and target.endswith(".html"):
+                assert parts.fragment in parsed[target].ids, f"{name}: {link} names no heading"
+    # Each lab's page has its table of contents and highlighted code.
+    lab_page = (out / f"{KIT.labs[1].slug}.html").read_text(encoding="utf-8")
+    assert 'class="toc"' in lab_page and 'class="codehilite"' in lab_page
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_page_loads_its_images_and_fits_the_window_in_chromium(rendered, width, tmp_path):
+    browser = find_chromium()
+    if browser is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    out, result = rendered
+    for page in result.html:
+        probe = page.with_name(f"check-{page.name}")
+        probe.write_text(page.read_text(encoding="utf-8").replace("</body>", CHECKER + "</body>"), "utf-8")
+        command = chromium_command(
+            browser, f"--window-size={width},900", "--virtual-time-budget=5000", "--dump-dom"
+        )
+        dumped = subprocess.run(
+            [*command, probe.as_uri()], capture_output=True, text=True, timeout=120, check=False
+        ).stdout
+        probe.unlink()
+        start = dumped.find('<pre id="kit-check">')
+        assert start >= 0, f"{page.name}: the page's check did not run in Chromium"
+        report = json.loads(html.unescape(dumped[start + 20 : dumped.index("</pre>", start)]))
+        assert report["broken"] == [], f"{page.name}: images that did not load: {report['broken']}"
+        assert report["scroll"] <= report["client"], f"{page.name} at {width} px is wider: {report['wide']}"
+        kept = _kept(f"{page.stem}-{width}.png")
+        if kept is not None:
+            shot = chromium_command(browser, f"--window-size={width},1400", f"--screenshot={kept}")
+            subprocess.run([*shot, page.as_uri()], capture_output=True, timeout=120, check=False)
+            assert kept.is_file() and kept.stat().st_size > 10_000
+
+
+def test_every_lab_has_a_pdf_whose_pages_show_its_title_and_its_code(rendered, tmp_path):
+    if find_chromium() is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    if shutil.which("pdftoppm") is None or shutil.which("pdftotext") is None:
+        pytest.skip("poppler-utils is not installed (apt-get install poppler-utils)")
+    _, result = rendered
+    assert len(result.pdf) == len(KIT.labs)
+    for lab, pdf in zip(KIT.labs, sorted(result.pdf), strict=True):
+        images = tmp_path / lab.slug
+        images.mkdir()
+        subprocess.run(
+            ["pdftoppm", "-png", "-r", "40", str(pdf), str(images / "page")], check=True, timeout=120
+        )
+        pngs = sorted(images.glob("page-*.png"))
+        assert len(pngs) >= 2, f"{pdf.name}: {len(pngs)} page(s)"
+        assert all(png.stat().st_size > 2_000 for png in pngs), f"{pdf.name}: a blank page"
+        text = subprocess.run(
+            ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True
+        ).stdout
+        assert f"Lab {lab.id}" in text.split("\n\n")[0] + text[:400], (
+            f"{pdf.name} does not open with its title"
+        )
+        assert lab.title.split(":")[0] in text, f"{pdf.name} lacks its title {lab.title!r}"
+        assert "__global__" in text or "cudaMalloc" in text or "occupancy" in text, (
+            f"{pdf.name} shows no code"
+        )
+        kept = _kept(f"{lab.slug}-pdf-page-1.png")
+        if kept is not None:
+            shutil.copy2(pngs[0], kept)
