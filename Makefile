@@ -10,6 +10,8 @@
 #   make validate [LABS=02]                                 reference and mutants, one table
 #   make handout                                            regenerate skeletons from solutions/
 #   make student-kit [OUT=dir]                              the kit without solutions/, for students
+#   make submit LAB=02                                      a student packs a lab's files into the zip to hand in
+#   make release [OUT=dir]                                  staff: student-kit.tar.gz and the write-ups as pages
 #   make plots LAB=06                                       occupancy charts from your calculator
 #   make bench [OUT=dir]                                    staff: reference kernels vs cuBLAS, GFLOP/s
 #   make grade-bench [LABS=02,03,04] [COPIES=1] [REPEAT=0]  staff: the grader's own speed, serial vs engine
@@ -31,7 +33,7 @@ labs_arg = $(if $(LABS),--labs $(LABS),)
 out_arg = $(if $(OUT),--out $(OUT),)
 submission_arg = $(if $(SUBMISSION),--submission $(SUBMISSION),)
 
-.PHONY: help setup setup-dev build lint test check grade grade-bench validate handout student-kit plots bench clean
+.PHONY: help setup setup-dev build lint test check submit grade grade-bench validate handout student-kit release plots bench clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -69,6 +71,10 @@ check: setup
 	@test -n "$(LAB)" || { echo "make check: say which lab, e.g. make check LAB=02"; exit 2; }
 	$(PY) -m grader check --lab $(LAB)
 
+submit: setup
+	@test -n "$(LAB)" || { echo "make submit: say which lab, e.g. make submit LAB=02"; exit 2; }
+	$(PY) -m grader submit --lab $(LAB)
+
 grade: setup
 	$(PY) -m grader grade $(labs_arg) $(out_arg) $(submission_arg) $(SUBMISSIONS)
 
@@ -77,6 +83,11 @@ validate: setup
 
 handout: setup
 	$(PY) -m grader handout
+
+# Rendering the pages needs Python-Markdown and Pygments (setup-dev installs them); the PDFs
+# need Chromium (apt-get install chromium), without which the pages are HTML only.
+release: setup-dev
+	$(PY) -m grader release $(out_arg)
 
 student-kit: setup
 	$(PY) -m grader handout --student-kit $(if $(OUT),$(OUT),$(BUILD)/student-kit)

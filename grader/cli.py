@@ -18,13 +18,16 @@ from .build import BuildConfig
 from .collect import find_submissions
 from .errors import GraderError
 from .handout import generate, make_student_kit
+from .pages import PAGES_FOLDER
 from .pipeline import GradeOptions, check_lab, grade_class, grade_sample_class
 from .progress import make_progress
+from .release import make_release
 from .report import LOUD, check_lines, gpu_skip_notice, lab_feedback_lines
 from .rubric import Kit, find_kit_root, load_kit
 from .run import RunConfig
 from .sandbox import detect
 from .schedule import visible_gpus
+from .submit import pack_lab
 from .validate import format_table, run_validate, untested_tests
 
 
@@ -216,6 +219,39 @@ def build_parser() -> argparse.ArgumentParser:
         help="instead, write a student kit (the kit without solutions/ and bench/) into the new folder DIR",
     )
     handout.set_defaults(command=run_handout)
+
+    submit = commands.add_parser(
+        "submit",
+        parents=[kit_option],
+        help="pack a lab's files into the zip you hand in",
+        description="Checks each of the lab's files as the grader will (a file it would refuse "
+        "is refused here, with its reason), builds the lab's public tests (a failed build is "
+        "reported, not refused), then writes labNN_slug.zip with exactly the lab's files at "
+        "their kit paths and lists them.",
+    )
+    submit.add_argument("--lab", required=True, metavar="NN", help="the lab to pack, e.g. 02")
+    submit.add_argument(
+        "--build-dir", default="build/student", metavar="DIR", help="build folder, as make check's"
+    )
+    submit.add_argument(
+        "--out", default="build/submit", metavar="DIR", help="where the zip goes (default: build/submit)"
+    )
+    submit.add_argument("--no-build", action="store_true", help="pack without building first")
+    submit.set_defaults(command=run_submit)
+
+    release = commands.add_parser(
+        "release",
+        parents=[kit_option],
+        help="staff: the student kit archive and the write-ups as pages",
+        description="Checks the skeletons and rubrics, then writes student-kit.tar.gz (the kit "
+        "without staff material, hidden tests' names reduced to their points, the write-ups "
+        "rendered) and pages/ (HTML, and a PDF per lab where Chromium is installed) into --out.",
+    )
+    release.add_argument(
+        "--out", default="build/release", metavar="DIR", help="folder to (re)write (default: build/release)"
+    )
+    release.add_argument("--no-pdf", action="store_true", help="HTML pages only")
+    release.set_defaults(command=run_release)
     return parser
 
 
@@ -441,4 +477,37 @@ def run_handout(kit: Kit, args: argparse.Namespace) -> int:
     print(
         f"rewrote {len(stale)} skeleton(s)" + (f": {', '.join(relative)}" if stale else " (all were in sync)")
     )
+    return 0
+
+
+def _in_kit(kit: Kit, folder: str) -> Path:
+    path = Path(folder)
+    return path if path.is_absolute() else kit.root / path
+
+
+def run_submit(kit: Kit, args: argparse.Namespace) -> int:
+    lab = kit.select([args.lab])[0]
+    build_dir = None if args.no_build else _in_kit(kit, args.build_dir)
+    if build_dir is not None:
+        print(f"building lab {lab.id}'s public tests ...", flush=True)
+    packed = pack_lab(kit, lab, _in_kit(kit, args.out), build_dir, BuildConfig())
+    if packed.build_problem:
+        print(
+            f"{LOUD}\nWARNING: lab {lab.id} does not build; the zip was written anyway, but code "
+            f"that does not compile earns no test's points:\n{packed.build_problem}\n{LOUD}"
+        )
+    print(f"{packed.zip_path}:")
+    for name in packed.files:
+        print(f"  {name}")
+    print(f"hand in this file; it holds {len(packed.files)} file(s), the lab's only")
+    return 0
+
+
+def run_release(kit: Kit, args: argparse.Namespace) -> int:
+    out = _in_kit(kit, args.out)
+    made = make_release(kit, out, pdf=not args.no_pdf)
+    print(f"{made.archive}: the student kit, {made.files} files")
+    print(f"{out / PAGES_FOLDER}: {len(made.pages.html)} HTML pages, {len(made.pages.pdf)} PDFs")
+    if made.pages.note:
+        print(made.pages.note)
     return 0

@@ -160,7 +160,7 @@ def leaks(kit: Kit, folder: Path) -> list[str]:
             for region in regions
             if region in stripped
         ]
-    for relative in ("solutions", "bench", *STAFF_FILES):
-        if (folder / relative).exists():
-            found.append(f"{relative} is staff material")
+    for staff in ("solutions", "bench", *STAFF_FILES):
+        if (folder / staff).exists():
+            found.append(f"{staff} is staff material")
     return found

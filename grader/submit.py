@@ -48,7 +48,8 @@ def pack_lab(kit: Kit, lab: Lab, out_dir: Path, build_dir: Path | None, config: 
     if checked.refused:
         reasons = "\n  ".join(f"{refusal.path}: {refusal.reason}" for refusal in checked.refused)
         raise GraderError(
-            f"lab {lab.id}: the grader would refuse:\n  {reasons}\nnothing was packed; fix the file and run make submit again"
+            f"lab {lab.id}: the grader would refuse:\n  {reasons}\n"
+            "nothing was packed; fix the file and run make submit again"
         )
     build_problem = _public_build(kit, lab, build_dir, config) if build_dir is not None else ""
     out_dir.mkdir(parents=True, exist_ok=True)
