@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from grader.errors import GraderError
 from grader.pages import chromium_command, find_chromium, kit_pages, render_pages
 from grader.rubric import find_kit_root, load_kit
 
@@ -161,3 +162,28 @@ def test_every_lab_has_a_pdf_whose_pages_show_its_title_and_its_code(rendered, t
         kept = _kept(f"{lab.slug}-pdf-page-1.png")
         if kept is not None:
             shutil.copy2(pngs[0], kept)
+
+
+def test_a_write_ups_images_are_copied_and_its_links_lead_to_pages_or_kit_files(tmp_path):
+    # The kit's write-ups have no figures yet: this one shows how one is carried to the pages.
+    import markdown
+
+    from grader.pages import Page, _relink
+
+    root = tmp_path / "kit"
+    lab = root / "labs" / "01_a"
+    lab.mkdir(parents=True)
+    (lab / "tiles.png").write_bytes(b"\x89PNG not really")
+    (lab / "a.cu").write_text("// the skeleton")
+    other = Page(Path("labs/02_b/README.md"), "02_b.html", "Lab 02")
+    page = Page(Path("labs/01_a/README.md"), "01_a.html", "Lab 01")
+    body = markdown.markdown(
+        "![tiles](tiles.png) [next](../02_b/README.md#1-goals) [skeleton](a.cu) [up](#top)"
+    )
+    out = tmp_path / "pages"
+    relinked = _relink(body, page, {page.source: page, other.source: other}, root, out)
+    assert 'src="files/labs/01_a/tiles.png"' in relinked and (out / "files/labs/01_a/tiles.png").is_file()
+    assert 'href="02_b.html#1-goals"' in relinked
+    assert 'href="../labs/01_a/a.cu"' in relinked and 'href="#top"' in relinked
+    with pytest.raises(GraderError, match="does not exist"):
+        _relink(markdown.markdown("[gone](missing.md)"), page, {}, root, out)
