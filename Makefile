@@ -84,10 +84,11 @@ validate: setup
 handout: setup
 	$(PY) -m grader handout
 
-# Rendering the pages needs Python-Markdown and Pygments (setup-dev installs them); the PDFs
-# need Chromium (apt-get install chromium), without which the pages are HTML only.
-release: setup-dev
-	$(PY) -m grader release $(out_arg)
+# Builds the kit first: the release checks every rubric against its tests' listing. Rendering
+# the pages needs Python-Markdown and Pygments (setup-dev installs them); the PDFs need Chromium
+# (apt-get install chromium), without which the pages are HTML only.
+release: setup-dev build
+	$(PY) -m grader release --build-dir $(BUILD) $(out_arg)
 
 student-kit: setup
 	$(PY) -m grader handout --student-kit $(if $(OUT),$(OUT),$(BUILD)/student-kit)

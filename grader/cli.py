@@ -251,6 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="build/release", metavar="DIR", help="folder to (re)write (default: build/release)"
     )
     release.add_argument("--no-pdf", action="store_true", help="HTML pages only")
+    release.add_argument(
+        "--build-dir",
+        metavar="DIR",
+        help="the kit's build, to check each rubric against its tests' listing (make release: build/)",
+    )
     release.set_defaults(command=run_release)
     return parser
 
@@ -505,7 +510,9 @@ def run_submit(kit: Kit, args: argparse.Namespace) -> int:
 
 def run_release(kit: Kit, args: argparse.Namespace) -> int:
     out = _in_kit(kit, args.out)
-    made = make_release(kit, out, pdf=not args.no_pdf)
+    made = make_release(
+        kit, out, pdf=not args.no_pdf, build_dir=_in_kit(kit, args.build_dir) if args.build_dir else None
+    )
     print(f"{made.archive}: the student kit, {made.files} files")
     print(f"{out / PAGES_FOLDER}: {len(made.pages.html)} HTML pages, {len(made.pages.pdf)} PDFs")
     if made.pages.note:

@@ -1,6 +1,8 @@
 """`make release`: what a TA hands out, made from the staff repository in one command.
 
-1. Checks that need no GPU: every rubric loads, the skeletons are in sync with the solutions.
+1. Checks that need no GPU: every rubric loads, the skeletons are in sync with the solutions,
+   and, with the kit built (make release builds it first), every rubric names exactly the
+   tests its lab's executable lists (the check `grade` makes before grading a class).
 2. The student kit (grader/handout.py's copy of the tracked files without solutions/ and
    bench/), less what only staff read or run (STAFF_FILES), with every hidden test's entry in
    the rubrics reduced to its points (a name would tell what the hidden test checks), and the
@@ -23,7 +25,8 @@ from pathlib import Path
 from .errors import GraderError
 from .handout import MARKER, make_student_kit
 from .pages import PAGES_FOLDER, Rendered, render_pages
-from .rubric import Kit, load_kit
+from .rubric import Kit, check_rubric_against_listing, load_kit
+from .run import RunConfig, list_tests
 
 # What only staff read or run, besides solutions/ and bench/ (grader/handout.py's STAFF_ONLY):
 # CI, the grader's own tests, the docs of the grader's design, grading and releasing.
@@ -46,8 +49,11 @@ class Release:
     files: int
 
 
-def make_release(kit: Kit, out: Path, pdf: bool = True) -> Release:
-    """Writes `out`/student-kit.tar.gz and `out`/pages/; refuses (GraderError) if a check fails."""
+def make_release(kit: Kit, out: Path, pdf: bool = True, build_dir: Path | None = None) -> Release:
+    """Writes `out`/student-kit.tar.gz and `out`/pages/; refuses (GraderError) if a check fails.
+    With `build_dir` (the kit's build), each rubric is checked against its tests' listing."""
+    if build_dir is not None:
+        check_rubrics(kit, build_dir)
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -81,6 +87,18 @@ def make_release(kit: Kit, out: Path, pdf: bool = True) -> Release:
         rendered.note,
     )
     return Release(archive, pages, files)
+
+
+def check_rubrics(kit: Kit, build_dir: Path) -> None:
+    """Every rubric names exactly the tests its lab's executable lists (visible entries at
+    least: the kit's build may not hold the hidden tests)."""
+    for lab in kit.labs:
+        exe = build_dir / "bin" / lab.executable
+        if not exe.is_file():
+            raise GraderError(f"{exe} is missing: build the kit first (make build), then release")
+        with tempfile.TemporaryDirectory(prefix="kit-listing-") as scratch:
+            listed = list_tests(exe, Path(scratch), RunConfig(timeout=60))
+        check_rubric_against_listing(lab, [test.name for test in listed], has_hidden_tests=False)
 
 
 TEST_BLOCK = re.compile(r"^\[\[test\]\]\n(?:(?!\[\[).*\n?)*", re.MULTILINE)

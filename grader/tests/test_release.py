@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,15 @@ from grader.errors import GraderError
 from grader.mutants import reference_files
 from grader.pipeline import GradeOptions, grade_class
 from grader.progress import QuietProgress
-from grader.release import ARCHIVE, KIT_FOLDER, hidden_test_names, leaks, make_release, solution_regions
+from grader.release import (
+    ARCHIVE,
+    KIT_FOLDER,
+    check_rubrics,
+    hidden_test_names,
+    leaks,
+    make_release,
+    solution_regions,
+)
 from grader.rubric import find_kit_root, load_kit
 from grader.run import RunConfig
 from grader.submit import pack_lab, zip_name
@@ -36,7 +45,8 @@ LAB06 = next(lab for lab in KIT.labs if lab.id == "06")
 @pytest.fixture(scope="module")
 def unpacked(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("release")
-    made = make_release(KIT, out / "build", pdf=False)
+    build = Path(os.environ.get("KIT_BUILD_DIR", "/nonexistent"))
+    made = make_release(KIT, out / "build", pdf=False, build_dir=build if (build / "bin").is_dir() else None)
     assert made.archive.name == ARCHIVE and made.archive.is_file()
     with tarfile.open(made.archive) as tar:
         tar.extractall(out / "unpacked", filter="data")
@@ -136,3 +146,12 @@ def test_a_zip_from_submit_grades_exactly_as_the_same_files_in_a_folder(unpacked
     by_test = [{t.name: (t.status, t.points) for t in score.labs[0].tests} for score in (zipped, plain)]
     assert by_test[0] == by_test[1]
     assert zipped.labs[0].points == plain.labs[0].points > 0
+
+
+def test_a_rubric_that_names_a_test_the_lab_does_not_have_stops_the_release(tmp_path):
+    build = Path(os.environ.get("KIT_BUILD_DIR", "/nonexistent"))
+    if not (build / "bin" / LAB06.executable).is_file():
+        pytest.skip("KIT_BUILD_DIR has no lab06_tests (make test builds it)")
+    renamed = replace(LAB06, tests=(replace(LAB06.tests[0], name="a test nobody wrote"), *LAB06.tests[1:]))
+    with pytest.raises(GraderError, match="a test nobody wrote"):
+        check_rubrics(replace(KIT, labs=(renamed,)), build)
