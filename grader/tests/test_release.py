@@ -155,3 +155,15 @@ def test_a_rubric_that_names_a_test_the_lab_does_not_have_stops_the_release(tmp_
     renamed = replace(LAB06, tests=(replace(LAB06.tests[0], name="a test nobody wrote"), *LAB06.tests[1:]))
     with pytest.raises(GraderError, match="a test nobody wrote"):
         check_rubrics(replace(KIT, labs=(renamed,)), build)
+
+
+def test_submit_warns_when_the_lab_does_not_build_and_packs_it_anyway(tmp_path):
+    fake_cmake = tmp_path / "cmake"
+    fake_cmake.write_text("#!/bin/sh\necho \"naive_matmul.cu(12): error: expected a ';'\"\nexit 1\n")
+    fake_cmake.chmod(0o755)
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "CMakeCache.txt").write_text("")  # configured: only the build step runs
+    packed = pack_lab(KIT, LAB02, tmp_path / "out", build, BuildConfig(cmake=str(fake_cmake)))
+    assert "expected a ';'" in packed.build_problem
+    assert packed.zip_path.is_file() and packed.files == [f"labs/{LAB02.slug}/naive_matmul.cu"]
