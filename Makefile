@@ -15,6 +15,7 @@
 #   make plots LAB=06                                       occupancy charts from your calculator
 #   make bench [OUT=dir]                                    staff: reference kernels vs cuBLAS, GFLOP/s
 #   make grade-bench [LABS=02,03,04] [COPIES=1] [REPEAT=0]  staff: the grader's own speed, serial vs engine
+#   make grade-bench-against REV=d1f6efa [LABS=02]          staff: speed and scores against an earlier kit, here
 
 BUILD ?= build
 LAB ?=
@@ -33,7 +34,7 @@ labs_arg = $(if $(LABS),--labs $(LABS),)
 out_arg = $(if $(OUT),--out $(OUT),)
 submission_arg = $(if $(SUBMISSION),--submission $(SUBMISSION),)
 
-.PHONY: help setup setup-dev build lint test check submit grade grade-bench validate handout student-kit release plots bench clean
+.PHONY: help setup setup-dev build lint test check submit grade grade-bench grade-bench-against validate handout student-kit release plots bench clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -109,9 +110,14 @@ bench: build
 # Staff only: grades a synthetic class serially and with the engine in one run, and prints
 # student-labs per minute and whether every score matched (grader/bench.py).
 COPIES ?= 1
+REV ?=
 REPEAT ?= 0
 grade-bench: setup
 	$(PY) -m grader bench $(labs_arg) --copies $(COPIES) --repeat $(REPEAT) $(out_arg)
+
+grade-bench-against: setup
+	@test -n "$(REV)" || { echo "make grade-bench-against: say which version, e.g. REV=d1f6efa"; exit 2; }
+	$(PY) scripts/bench_against.py $(REV) $(labs_arg) $(out_arg)
 
 clean:
 	rm -rf $(BUILD)

@@ -3,6 +3,9 @@
 // tests/calls_judge.cpp, the worker's tests/worker/serve.cpp (kit/remote.hpp).
 #pragma once
 
+#include <cstddef>
+#include <vector>
+
 #include "kit/remote.hpp"
 #include "occupancy.h"
 
@@ -21,9 +24,29 @@ void fields(Wire& w, DeviceLimits& d) {
   w.value(d.shared_memory_allocation_unit), w.value(d.reserved_shared_memory_per_block);
 }
 
+// The judge's own: occupancy(device, kernels[i]) for every i, in order, in one call to the
+// worker. Tests that scan a range ask tens of thousands of configurations, and a round trip
+// between two processes each cost far more than the calculator (on the 2-core machine one
+// test went from 0.3 s before the judge and worker were split to 2.5 s a run).
+std::vector<Occupancy> occupancy_of_each(const DeviceLimits& device,
+                                         const std::vector<KernelUsage>& kernels);
+
 }  // namespace lab06
 
 namespace lab06_calls {
+
+// The worker runs the student's occupancy() on each kernel and sends back every result; the
+// judge reads them as it reads any call's results (their number is its own).
+struct OccupancyOfEach {
+  static constexpr const char* name = "lab06::occupancy_of_each";
+  template <class Wire>
+  static void args(Wire& w, lab06::DeviceLimits& device, int& count,
+                   const lab06::KernelUsage*& kernels, lab06::Occupancy*& results) {
+    w.value(device), w.value(count);
+    w.host_in(kernels, static_cast<std::size_t>(count));
+    w.host_out(results, static_cast<std::size_t>(count));
+  }
+};
 
 struct Occupancy {
   static constexpr const char* name = "lab06::occupancy";

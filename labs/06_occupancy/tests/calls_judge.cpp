@@ -15,6 +15,14 @@ Occupancy occupancy(const DeviceLimits& device, const KernelUsage& kernel) {
   return kit::remote::call<lab06_calls::Occupancy, Occupancy>(role, device, kernel);
 }
 
+std::vector<Occupancy> occupancy_of_each(const DeviceLimits& device,
+                                         const std::vector<KernelUsage>& kernels) {
+  std::vector<Occupancy> results(kernels.size());
+  kit::remote::call<lab06_calls::OccupancyOfEach>(role, device, static_cast<int>(kernels.size()),
+                                                  kernels.data(), results.data());
+  return results;
+}
+
 BlockSizeChoice best_block_size(const DeviceLimits& device, int registers_per_thread,
                                 int shared_memory_per_block) {
   return kit::remote::call<lab06_calls::BestBlockSize, BlockSizeChoice>(

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "calls.hpp"
 #include "device_presets.h"
 #include "kit/answers.hpp"
 #include "lab06_questions.hpp"
@@ -77,12 +78,17 @@ constexpr unsigned kAnswerFields = lab06_tests::kAnswerFields;
 // count says how many more there were.
 constexpr int kMismatchesShown = 3;
 
-// The largest value in [lo, hi] for which full(value) holds, or lo - 1 when none does.
-template <typename Predicate>
-int largest_where(int lo, int hi, Predicate full) {
+// The largest value v in [lo, hi] for which full() holds of your occupancy() of the kernel
+// usage(v) on d, or lo - 1 when none does. Every value is asked, in one call to your code
+// (lab06::occupancy_of_each): a call each took seconds for a range of 48 KB.
+template <typename Usage, typename Full>
+int largest_where(const DeviceLimits& d, int lo, int hi, Usage usage, Full full) {
+  std::vector<KernelUsage> kernels;
+  for (int v = lo; v <= hi; ++v) kernels.push_back(usage(v));
+  const std::vector<Occupancy> answers = lab06::occupancy_of_each(d, kernels);
   int best = lo - 1;
   for (int v = lo; v <= hi; ++v) {
-    if (full(v)) best = v;
+    if (full(answers[static_cast<std::size_t>(v - lo)])) best = v;
   }
   return best;
 }
@@ -130,9 +136,12 @@ TEST_CASE("the most shared memory per block that keeps 100 percent occupancy mat
   // memory each may have so that shared memory still holds them all: asked of your
   // blocks_by_shared_memory alone, so that only the shared memory rule decides it.
   const int blocks = d.max_warps_per_sm() / 8;
-  const int most = largest_where(0, d.max_shared_memory_per_block, [&](int bytes) {
-    return lab06::occupancy(d, KernelUsage{256, 0, bytes}).blocks_by_shared_memory >= blocks;
-  });
+  const int most = largest_where(
+      d, 0, d.max_shared_memory_per_block,
+      [](int bytes) {
+        return KernelUsage{256, 0, bytes};
+      },
+      [&](const Occupancy& o) { return o.blocks_by_shared_memory >= blocks; });
   CAPTURE(c.cc, blocks, most, c.bytes);
   INFO("hint: 256-thread blocks fill the SM with "
        << blocks << " blocks, which share its " << d.shared_memory_per_sm
@@ -277,6 +286,7 @@ TEST_CASE(
       return std::uniform_int_distribution<int>(lo, hi)(rng);
     };
     const int trials = 2000;
+    std::vector<KernelUsage> kernels;
     for (int t = 0; t < trials; ++t) {
       KernelUsage k;
       k.threads_per_block = uniform(0, 1)
@@ -290,9 +300,14 @@ TEST_CASE(
       const int s = uniform(0, 9);
       k.shared_memory_per_block =
           s <= 1 ? 0 : uniform(0, s <= 6 ? 16384 : d.max_shared_memory_per_block);
+      kernels.push_back(k);
+    }
+    const std::vector<Occupancy> yours = lab06::occupancy_of_each(d, kernels);  // one call
+    for (int t = 0; t < trials; ++t) {
+      const KernelUsage& k = kernels[static_cast<std::size_t>(t)];
       ++configurations;
       const std::string report =
-          diagnose(d, k, lab06::occupancy(d, k), lab06_tests::toolkit_occupancy(d, k));
+          diagnose(d, k, yours[static_cast<std::size_t>(t)], lab06_tests::toolkit_occupancy(d, k));
       if (report.empty()) continue;
       if (++mismatches <= kMismatchesShown) {
         FAIL_CHECK("configuration " << t << " of preset " << d.name << " (seed " << seed

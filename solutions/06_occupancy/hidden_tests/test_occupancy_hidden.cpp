@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "calls.hpp"
 #include "device_presets.h"
 #include "kit/answers.hpp"
 #include "lab06_questions.hpp"
@@ -100,9 +101,15 @@ TEST_CASE("the calculator answers Q4 on 1024-thread blocks at compute capability
                   "slots (README 5, Q4).");
   }
   // The most bytes for which your blocks_by_shared_memory still holds the 2 blocks.
+  // Every size asked in one call to your code (lab06::occupancy_of_each).
+  std::vector<KernelUsage> kernels;
+  for (int bytes = 0; bytes <= d.max_shared_memory_per_block; ++bytes) {
+    kernels.push_back({1024, 0, bytes});
+  }
+  const std::vector<Occupancy> answers = lab06::occupancy_of_each(d, kernels);
   int most = -1;
   for (int bytes = 0; bytes <= d.max_shared_memory_per_block; ++bytes) {
-    if (lab06::occupancy(d, {1024, 0, bytes}).blocks_by_shared_memory >= 2) most = bytes;
+    if (answers[static_cast<std::size_t>(bytes)].blocks_by_shared_memory >= 2) most = bytes;
   }
   CAPTURE(most);
   if (most != 24576) {
@@ -151,12 +158,16 @@ TEST_CASE(
     const auto uniform = [&](int lo, int hi) {
       return std::uniform_int_distribution<int>(lo, hi)(rng);
     };
+    std::vector<KernelUsage> kernels;
     for (int t = 0; t < 1500; ++t) {
-      const KernelUsage k{uniform(1, d.max_threads_per_block),
-                          t % 7 == 0 ? 0 : uniform(1, d.max_registers_per_thread),
-                          t % 5 == 0 ? 0 : uniform(0, d.max_shared_memory_per_block)};
-      const std::string report =
-          lab06_tests::diagnose(d, k, lab06::occupancy(d, k), reference(d, k));
+      kernels.push_back({uniform(1, d.max_threads_per_block),
+                         t % 7 == 0 ? 0 : uniform(1, d.max_registers_per_thread),
+                         t % 5 == 0 ? 0 : uniform(0, d.max_shared_memory_per_block)});
+    }
+    const std::vector<Occupancy> yours = lab06::occupancy_of_each(d, kernels);  // one call
+    for (std::size_t t = 0; t < kernels.size(); ++t) {
+      const KernelUsage& k = kernels[t];
+      const std::string report = lab06_tests::diagnose(d, k, yours[t], reference(d, k));
       if (report.empty()) continue;
       if (++mismatches <= 3) FAIL_CHECK(report);
     }

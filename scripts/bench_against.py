@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""The grader's speed and scores against an earlier version of the kit, on this machine, in one
+command: `make grade-bench-against REV=d1f6efa [LABS=02,03]`.
+
+Unpacks the kit at REV (git archive) into a temporary folder, runs its engine's bench there, then
+this checkout's, each with `--no-serial` and the same labs, and prints both rates, their ratio
+and every sample student whose total differs. Both benches must run on the same machine for the
+ratio to mean anything (a GPU of the same kind elsewhere differs by more than the changes do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def engine_pass(bench_json: Path) -> dict:
+    passes = json.loads(bench_json.read_text(encoding="utf-8"))["passes"]
+    return next(p for p in passes if p["name"] == "engine")
+
+
+def compare(base: dict, head: dict, base_name: str) -> list[str]:
+    """Lines saying how the head's engine pass compares with the base's."""
+    ratio = head["student_labs_per_minute"] / base["student_labs_per_minute"]
+    lines = [
+        f"{base_name}: {base['student_labs']} student-labs, {base['student_labs_per_minute']:.1f} a minute",
+        f"this checkout: {head['student_labs']} student-labs, {head['student_labs_per_minute']:.1f} a minute",
+        f"rate: {ratio:.2f} of {base_name}'s ({(ratio - 1) * 100:+.0f} %)",
+    ]
+    common = sorted(set(base["totals"]) & set(head["totals"]))
+    differ = [name for name in common if abs(base["totals"][name] - head["totals"][name]) > 1e-9]
+    lines.append(f"scores: {len(common) - len(differ)} of {len(common)} sample students' totals identical")
+    lines += [f"  {name}: {base['totals'][name]:g} -> {head['totals'][name]:g}" for name in differ]
+    only = sorted(set(base["totals"]) ^ set(head["totals"]))
+    if only:
+        lines.append(f"  in one of the two only (a mutant added or removed): {', '.join(only)}")
+    return lines
+
+
+def bench(kit: Path, out: Path, labs: str | None) -> Path:
+    command = [sys.executable, "-m", "grader", "bench", "--no-serial", "--out", str(out)]
+    command += ["--labs", labs] if labs else []
+    print(f"== bench in {kit}", flush=True)
+    subprocess.run(command, cwd=kit, check=True)
+    return out / "bench.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("rev", help="the earlier version: a commit, tag or branch of this checkout")
+    parser.add_argument("--labs", help="comma-separated labs (default: all)")
+    parser.add_argument("--out", type=Path, help="keep both bench.json files here")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="kit-bench-base-") as scratch:
+        base_kit = Path(scratch) / "kit"
+        base_kit.mkdir()
+        archive = subprocess.run(["git", "archive", args.rev], cwd=ROOT, capture_output=True, check=False)
+        if archive.returncode != 0:
+            print(
+                f"bench_against: git archive {args.rev} failed: {archive.stderr.decode().strip()}",
+                file=sys.stderr,
+            )
+            return 2
+        subprocess.run(["tar", "-x", "-C", str(base_kit)], input=archive.stdout, check=True)
+        out = args.out or Path(scratch) / "out"
+        base = engine_pass(bench(base_kit, out / "base", args.labs))
+        head = engine_pass(bench(ROOT, out / "head", args.labs))
+    print("\n".join(compare(base, head, args.rev)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""scripts/bench_against.py: how two benches' engine passes are compared."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_against import compare, engine_pass  # noqa: E402
+
+
+def _pass(rate: float, totals: dict[str, float]) -> dict:
+    return {"name": "engine", "student_labs": len(totals), "student_labs_per_minute": rate, "totals": totals}
+
+
+def test_the_rate_ratio_and_every_differing_total_are_reported() -> None:
+    base = _pass(30.0, {"reference": 600.0, "lab02-a": 30.0, "lab04-b": 34.0, "gone": 1.0})
+    head = _pass(24.0, {"reference": 600.0, "lab02-a": 30.0, "lab04-b": 85.0, "new": 94.0})
+    lines = compare(base, head, "d1f6efa")
+    assert "rate: 0.80 of d1f6efa's (-20 %)" in lines
+    assert "scores: 2 of 3 sample students' totals identical" in lines
+    assert "  lab04-b: 34 -> 85" in lines
+    assert any("gone" in line and "new" in line for line in lines)
+
+
+def test_the_engine_pass_is_read_from_bench_json(tmp_path: Path) -> None:
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({"passes": [{"name": "serial"}, _pass(12.5, {"reference": 1.0})]}))
+    assert engine_pass(path)["student_labs_per_minute"] == 12.5
