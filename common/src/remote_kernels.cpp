@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -35,16 +36,29 @@ std::string cuobjdump_or_throw() {
   return cuobjdump;
 }
 
-// The reference's worker is the kit's own build, outside the view of the sandbox that reads the
+// The functions of a role's worker whose mangled name starts with mangled_prefix. cuobjdump
+// reads each worker once per process: a test asks for several kernels (one per tile width) and
+// for the list of all of them, and the executable does not change while the test runs. The
+// reference's worker is the kit's own build, outside the view of the sandbox that reads the
 // student's; cuobjdump reads it as the judge runs.
 std::vector<sass::Resources> functions_of(Role role, const std::string& mangled_prefix) {
-  std::string error;
-  const sanitizer::Reads reads =
-      role == Role::student ? sanitizer::Reads::student_code : sanitizer::Reads::kit_files;
-  std::vector<sass::Resources> found = sass::resource_usage(
-      cuobjdump_or_throw(), worker_executable(role), mangled_prefix, error, reads);
-  if (!error.empty()) throw std::runtime_error(error);
-  return found;
+  static std::map<std::string, std::vector<sass::Resources>> read;
+  const std::string binary = worker_executable(role);
+  auto found = read.find(binary);
+  if (found == read.end()) {
+    std::string error;
+    const sanitizer::Reads reads =
+        role == Role::student ? sanitizer::Reads::student_code : sanitizer::Reads::kit_files;
+    std::vector<sass::Resources> all =
+        sass::resource_usage(cuobjdump_or_throw(), binary, "", error, reads);
+    if (!error.empty()) throw std::runtime_error(error);
+    found = read.emplace(binary, std::move(all)).first;
+  }
+  std::vector<sass::Resources> matching;
+  for (const sass::Resources& r : found->second) {
+    if (r.name.rfind(mangled_prefix, 0) == 0) matching.push_back(r);
+  }
+  return matching;
 }
 
 // The reference's lab namespace is renamed when it is built (-DlabNN=labNN_reference, cmake/
