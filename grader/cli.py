@@ -108,12 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Exits non-zero unless every visible point was earned.",
     )
     check.add_argument("--lab", required=True, metavar="NN", help="the lab to check, e.g. 02")
-    check.add_argument(
-        "--build-dir",
-        default="build/student",
-        metavar="DIR",
-        help="build folder, relative to the kit (default: build/student)",
-    )
+    _add_student_build_dir(check)
     _add_limits(check)
     check.set_defaults(command=run_check)
 
@@ -230,9 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
         "their kit paths and lists them.",
     )
     submit.add_argument("--lab", required=True, metavar="NN", help="the lab to pack, e.g. 02")
-    submit.add_argument(
-        "--build-dir", default="build/student", metavar="DIR", help="build folder, as make check's"
-    )
+    _add_student_build_dir(submit)
     submit.add_argument(
         "--out", default="build/submit", metavar="DIR", help="where the zip goes (default: build/submit)"
     )
@@ -258,6 +251,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     release.set_defaults(command=run_release)
     return parser
+
+
+def _add_student_build_dir(parser: argparse.ArgumentParser) -> None:
+    """The build folder of the student's own code, which check and submit share."""
+    parser.add_argument(
+        "--build-dir",
+        default="build/student",
+        metavar="DIR",
+        help="build folder, relative to the kit (default: build/student)",
+    )
 
 
 def _add_unconfined(parser: argparse.ArgumentParser) -> None:
@@ -348,8 +351,7 @@ def _grade_options(kit: Kit, args: argparse.Namespace) -> GradeOptions:
 def run_check(kit: Kit, args: argparse.Namespace) -> int:
     lab = kit.select([args.lab])[0]
     build, run = _configs(args)
-    build_dir = Path(args.build_dir)
-    build_dir = build_dir if build_dir.is_absolute() else kit.root / build_dir
+    build_dir = _in_kit(kit, args.build_dir)
     gpus = [gpu.strip() for gpu in args.gpus.split(",") if gpu.strip()] if args.gpus else None
     result = check_lab(kit, lab, build_dir, build, run, slots=(args.jobs, gpus, args.gpu_slots))
     print("\n".join(check_lines(result)))
