@@ -159,6 +159,21 @@ TEST_CASE("a worker that holds more device memory than a test may is stopped dur
   kit::remote::stop_worker(role);
 }
 
+TEST_CASE("a call that never touches the device costs the worker no CUDA context",
+          "[common][remote][gpu]") {
+  KIT_REQUIRE_GPU();  // the judge's context: NVML lists the judge, so a zero is a real zero
+  std::string why;
+  kit::remote::stop_worker(role);
+  CHECK(call<remote_test::Add, int>(role, 2, 3) == 5);
+  const long long before = kit::remote::worker_device_memory(&why);
+  if (before < 0) SKIP("NVML cannot be read here: " << why);
+  CHECK(before == 0);  // lab 06's calculator, lab 05's chooser: a context is 0.1-0.3 s each
+  // One that does gets its context and its errors checked after the call, as before.
+  CHECK_NOTHROW(call<remote_test::Hog>(role, 64, 0));
+  CHECK(kit::remote::worker_device_memory(&why) > 0);
+  kit::remote::stop_worker(role);
+}
+
 TEST_CASE("a message that ends early is refused", "[common][remote]") {
   kit::remote::Encoder e;
   e.put<std::uint32_t>(7);
