@@ -1,6 +1,11 @@
 // The one fact of kit/remote.hpp that the rest of kit_common reads (the timer): whether this
-// process's lab calls go to a worker. Set by the judge's side when it starts one.
+// process's lab calls go to a worker. Set by the judge's side when it starts one. And whether this
+// process ever loaded the CUDA driver, which both sides ask before a call that would make a
+// context.
+#include <link.h>
+
 #include <atomic>
+#include <cstring>
 
 #include "kit/remote.hpp"
 
@@ -11,5 +16,22 @@ std::atomic<bool> remote{false};
 
 bool calls_are_remote() { return remote; }
 void mark_calls_remote() { remote = true; }
+
+bool driver_loaded() {
+  // The link map, in memory: dlopen(RTLD_NOLOAD) would search the library path for a library not
+  // loaded, a dozen failed opens on every call of a host-only test.
+  static std::atomic<bool> loaded{false};
+  if (loaded) return true;  // the runtime never unloads it
+  const int found = ::dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void*) -> int {
+        if (info->dlpi_name == nullptr) return 0;
+        const char* slash = std::strrchr(info->dlpi_name, '/');
+        const char* name = slash != nullptr ? slash + 1 : info->dlpi_name;
+        return std::strncmp(name, "libcuda.so", 10) == 0 ? 1 : 0;
+      },
+      nullptr);
+  if (found != 0) loaded = true;
+  return found != 0;
+}
 
 }  // namespace kit::remote

@@ -8,8 +8,6 @@
 // checks every result itself.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
-#include <dirent.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -69,27 +67,6 @@ std::vector<char> thrown(wire::Status status, const char* kind, const std::strin
   return std::move(e.buffer());
 }
 
-// Whether the driver was ever opened in this process, asked without opening it (which costs a
-// call that never touched the device tens of milliseconds): from cuInit on, the driver keeps
-// /dev/nvidiactl open.
-bool driver_opened() {
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return true;  // cannot tell
-  bool found = false;
-  while (dirent* entry = readdir(dir)) {
-    if (entry->d_name[0] == '.') continue;
-    char target[64];
-    const std::string link = std::string("/proc/self/fd/") + entry->d_name;
-    const ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
-    if (n > 0 && std::string(target, static_cast<std::size_t>(n)).rfind("/dev/nvidia", 0) == 0) {
-      found = true;
-      break;
-    }
-  }
-  closedir(dir);
-  return found;
-}
-
 // Whether this process has made its CUDA context (the device's primary one, which the runtime
 // uses), asked without making one: a call that never touched the device (lab 06's calculator,
 // lab 05's configuration chooser) must not pay for a context after it (about 0.2 s on an H200).
@@ -119,7 +96,7 @@ bool has_context() {
 // After every call: the call's kernels finished, and any error they left, which the judge
 // cannot see from its own context.
 std::vector<char> device_error(const std::string& name) {
-  if (!driver_opened() || !has_device() || !has_context()) return {};
+  if (!driver_loaded() || !has_device() || !has_context()) return {};
   const cudaError_t code = cudaDeviceSynchronize();
   if (code == cudaSuccess) return {};
   const std::string text = name + ": the call's kernels failed: " + cudaGetErrorName(code) + " (" +
