@@ -120,6 +120,8 @@ function(kit_add_lab)
     kit_add_lab_calls(${name}_calls student ${name}_worker)
     target_link_libraries(${name}_tests PRIVATE ${name}_calls)
     target_include_directories(${name}_tests PRIVATE "${lab_dir}")
+    # A new worker for each test case, when the grader runs several in one process.
+    target_sources(${name}_tests PRIVATE "${PROJECT_SOURCE_DIR}/common/src/fresh_workers.cpp")
   else()
     target_link_libraries(${name}_tests PRIVATE ${name}_kernels)
   endif()

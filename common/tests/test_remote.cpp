@@ -1,5 +1,8 @@
 // The judge's side of kit/remote.hpp against the kit's own test worker (remote_test_worker.cu):
 // what crosses, what comes back, and what happens when a worker fails. Host-only: no GPU needed.
+#include <signal.h>
+#include <unistd.h>
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <chrono>
@@ -172,6 +175,37 @@ TEST_CASE("a call that never touches the device costs the worker no CUDA context
   CHECK_NOTHROW(call<remote_test::Hog>(role, 64, 0));
   CHECK(kit::remote::worker_device_memory(&why) > 0);
   kit::remote::stop_worker(role);
+}
+
+// Two cases run together by the next one, in one process, in this order (hidden from CTest,
+// which runs each case in a process of its own).
+namespace {
+long first_case_worker = 0;
+}  // namespace
+
+TEST_CASE("fresh workers, first case: a call starts a worker", "[.fresh_workers]") {
+  CHECK(call<remote_test::Add, int>(role, 1, 1) == 2);
+  first_case_worker = kit::remote::worker_pid(role);
+  REQUIRE(first_case_worker > 0);
+}
+
+TEST_CASE("fresh workers, second case: none runs until a call starts a new one",
+          "[.fresh_workers]") {
+  REQUIRE(first_case_worker > 0);  // the first case ran before, in this process
+  CHECK(kit::remote::worker_pid(role) == 0);
+  CHECK(::kill(static_cast<pid_t>(first_case_worker), 0) != 0);  // it has ended
+  CHECK(call<remote_test::Add, int>(role, 2, 2) == 4);
+  CHECK(kit::remote::worker_pid(role) != first_case_worker);
+}
+
+TEST_CASE("each test case of a process meets a new worker", "[common][remote]") {
+  // The grader may run several cases in one judge process; common/src/fresh_workers.cpp.
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  REQUIRE(n > 0);
+  const std::string command = "'" + std::string(self, static_cast<std::size_t>(n)) +
+                              "' '[fresh_workers]' --order decl > /dev/null 2>&1";
+  CHECK(std::system(command.c_str()) == 0);
 }
 
 TEST_CASE("a message that ends early is refused", "[common][remote]") {
