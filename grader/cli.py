@@ -24,7 +24,7 @@ from .progress import make_progress
 from .release import make_release
 from .report import LOUD, check_lines, gpu_skip_notice, lab_feedback_lines
 from .rubric import Kit, find_kit_root, load_kit
-from .run import RunConfig
+from .run import TESTS_PER_JUDGE, RunConfig
 from .sandbox import detect
 from .schedule import visible_gpus
 from .submit import pack_lab
@@ -146,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--work-dir", metavar="DIR", help="where work folders go (default: the system temp folder)"
     )
     _add_limits(grade)
+    _add_grouping(grade)
     grade.set_defaults(command=run_grade)
 
     validate = commands.add_parser(
@@ -162,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--work-dir", metavar="DIR", help="where work folders go (default: the system temp folder)"
     )
     _add_limits(validate)
+    _add_grouping(validate)
     validate.set_defaults(command=run_validate_command)
 
     bench = commands.add_parser(
@@ -192,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--keep-work", action="store_true", help=argparse.SUPPRESS)
     _add_unconfined(bench)
     _add_limits(bench)
+    _add_grouping(bench)
     bench.set_defaults(command=run_bench_command)
 
     handout = commands.add_parser(
@@ -272,6 +275,18 @@ def _add_unconfined(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_grouping(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tests-per-process",
+        type=int,
+        default=TESTS_PER_JUDGE,
+        metavar="N",
+        help="[gpu][correctness] tests of a lab with a worker run this many to a test process, "
+        "each with a new "
+        f"worker; 1 runs each alone (default: {TESTS_PER_JUDGE})",
+    )
+
+
 def _add_limits(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
@@ -320,7 +335,7 @@ def _add_limits(parser: argparse.ArgumentParser) -> None:
 def _configs(args: argparse.Namespace) -> tuple[BuildConfig, RunConfig]:
     return (
         BuildConfig(cuda_arch=args.cuda_arch, timeout=args.build_timeout),
-        RunConfig(timeout=args.timeout),
+        RunConfig(timeout=args.timeout, tests_per_process=getattr(args, "tests_per_process", 1)),
     )
 
 
@@ -330,6 +345,8 @@ def _grade_options(kit: Kit, args: argparse.Namespace) -> GradeOptions:
     work_root = Path(args.work_dir).resolve() if args.work_dir else None
     if args.jobs < 1 or args.gpu_slots < 1:
         raise GraderError("--jobs and --gpu-slots must be at least 1")
+    if run.tests_per_process < 1:
+        raise GraderError("--tests-per-process must be at least 1 (1 runs each test alone)")
     gpus = tuple(gpu.strip() for gpu in args.gpus.split(",") if gpu.strip()) if args.gpus else None
     return GradeOptions(
         labs=labs,

@@ -1,6 +1,8 @@
 """Stage 4, run: each rubric test in its own process, its result read from Catch2's XML reporter.
 
 One process per test because a CUDA fault is sticky for the rest of its process (docs/architecture.md).
+A split lab's [gpu][correctness] tests, whose faults happen in the worker, may share a judge process
+(run_test_group), each with a new worker; whatever that process does not settle runs alone.
 The result comes only from the XML report Catch2 writes for the exact test requested, through
 a pipe the grader opened for that process alone (no file the student's code could find, open
 or leave behind: the object inspection refuses the calls that could reach the pipe); an exit
@@ -18,7 +20,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from concurrent.futures import Executor
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -54,6 +56,13 @@ ENV_KEPT_PREFIXES = ("NVIDIA_",)
 # order with the timer's events, so it is timed (CTest, without this, checks the timer's own
 # host-clock fallback for that case).
 TEST_ENV = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+# [gpu][correctness] tests of a split lab to a judge process when a class is graded
+# (run_test_group): the judge's CUDA context made once for them, not once each. Only those: they
+# run no sanitizer or profiler and ask for no window, so none waits in a shared process behind
+# another's turn (the others, fewer and longer, keep a process each and run side by side).
+# Bench on an H200: docs/architecture.md, "Judge and worker".
+TESTS_PER_JUDGE = 8
+SHARED_TAG = "correctness"
 # Elements whose text explains a failure, in the order Catch2 writes them.
 MESSAGE_TAGS = ("Info", "Failure", "Exception", "FatalErrorCondition")
 # Elements whose text the student's code may have written (an exception it threw, a signal):
@@ -83,6 +92,8 @@ class RunConfig:
     output_limit: int = 64 * 1024  # bytes of console output kept per test
     sandbox: Sandbox | None = None  # how test processes are confined; None: not at all (make check)
     cgroups: Cgroups | None = None  # a cgroup per test process, with memory and process limits
+    # [gpu] tests of a split lab run this many to a judge process (run_test_group); 1: each alone.
+    tests_per_process: int = 1
 
 
 @dataclass(frozen=True)
@@ -211,8 +222,39 @@ def run_tests(
             scheduler.no_gpu_reason = f"{NO_GPU_PREFIX}: an earlier [gpu] test of this run found none here"
         return outcome
 
-    futures = {test.name: pool.submit(one, test) for test in tests}
-    return {name: future.result() for name, future in futures.items()}
+    def together(batch: list[ListedTest]) -> dict[str, Outcome]:
+        """[gpu][correctness] tests of a split lab in one judge process (run_test_group), on one lease;
+        each test the group did not settle runs alone afterwards, as `one` runs it."""
+        settled: dict[str, Outcome] = {}
+        if scheduler.has_gpus and worker is not None:
+            key = f"{exe.name}/{len(batch)} tests from {batch[0].name}"
+            with scheduler.hold(Need.GPU, key=key) as lease:
+                if lease.gpu is not None:
+                    progress(f"running {len(batch)} tests in one process")
+                    gate = GpuGate(
+                        lambda cancelled: scheduler.window(lease, cancelled),
+                        lambda cancelled: scheduler.profiler_turn(lease, cancelled),
+                    )
+                    gpu_env = {**(env or {}), "CUDA_VISIBLE_DEVICES": lease.gpu}
+                    names = [test.name for test in batch]
+                    settled = run_test_group(exe, names, work_dir, config, gpu_env, gate, worker)
+        outcomes = {}
+        for test in batch:
+            outcome = settled.get(test.name)
+            if outcome is None or ran_out_of_device_memory(outcome):
+                outcome = one(test)  # what the group did not settle, alone as ever
+            outcome.needs_gpu = True
+            outcomes[test.name] = outcome
+        return outcomes
+
+    size = config.tests_per_process if worker is not None else 1
+    grouped = [test for test in tests if test.needs_gpu and SHARED_TAG in test.tags] if size > 1 else []
+    singles = {test.name: pool.submit(one, test) for test in tests if test not in grouped}
+    groups = [pool.submit(together, grouped[start : start + size]) for start in range(0, len(grouped), size)]
+    results = {name: future.result() for name, future in singles.items()}
+    for future in groups:
+        results.update(future.result())
+    return {test.name: results[test.name] for test in tests}
 
 
 # What the kit prints (once, on stderr) when a test process asks for more device memory than
@@ -261,19 +303,91 @@ def run_test(
     gate: GpuGate | None = None,
     worker: Path | None = None,
 ) -> Outcome:
-    """One test case in its own process: the one place where the engine starts a test. With a
-    gate, the process may ask for its GPU to itself while it measures (grader/gate.py).
+    """One test case in its own process: the one place where the engine starts a test alone.
+    With a gate, the process may ask for its GPU to itself while it measures (grader/gate.py).
 
     With a worker (a split lab, docs/architecture.md "Judge and worker") the test process is the
     kit's judge, which loads no student code and runs as it is; the student's code runs only in
     the worker it starts, and in the probes it runs, each confined by the command the judge is
     given (KIT_WORKER_COMMAND). Without one, the test process itself holds the student's code
     and is confined."""
+    result, report, limits_hit = _run_judge(exe, [name], work_dir, config, env, gate, worker)
+    outcome = outcome_from(name, result, report, config)
+    if outcome.status is not Status.PASSED:
+        outcome.messages.extend(limits_hit)
+    return outcome
+
+
+def run_test_group(
+    exe: Path,
+    names: list[str],
+    work_dir: Path,
+    config: RunConfig,
+    env: dict[str, str],
+    gate: GpuGate,
+    worker: Path,
+) -> dict[str, Outcome]:
+    """Several [gpu] test cases of a split lab in one judge process, in the listing's order: what
+    a GPU test costs is mostly making CUDA contexts, which the driver makes one at a time, and a
+    split lab's test makes two (the judge's and its worker's); the judge's is made once here.
+    Each case still meets a new worker (common/src/fresh_workers.cpp), so no verdict depends on
+    what the student's code kept from an earlier case. Returns the outcomes the report settles:
+    none after a timeout or a crash of the judge, and none for a case the report lacks; the
+    caller runs those alone."""
+    limit = replace(config, timeout=config.timeout * len(names))
+    result, report, _ = _run_judge(exe, names, work_dir, limit, env, gate, worker)
+    if result.timed_out or (result.returncode is not None and result.returncode < 0):
+        return {}
+    try:
+        root = ET.fromstring(report) if report.strip() else None
+    except ET.ParseError:
+        root = None
+    if root is None:
+        return {}
+    cases = {case.get("name"): case for case in root.iter("TestCase")}
+    settled = {}
+    for name in names:
+        case = cases.get(name)
+        overall = case.find("OverallResult") if case is not None else None
+        if case is None or overall is None:
+            continue
+        seconds = overall.get("durationInSeconds")
+        outcome = Outcome(
+            name,
+            Status.FAILED,
+            duration=float(seconds) if seconds else result.duration / len(names),
+            output=result.output,
+        )
+        _fill_from_xml(outcome, case)
+        if overall.get("success") == "true":
+            skipped = overall.get("skips", "0") not in ("", "0")
+            outcome.status = Status.SKIPPED if skipped else Status.PASSED
+        settled[name] = outcome
+    return settled
+
+
+def _run_judge(
+    exe: Path,
+    names: list[str],
+    work_dir: Path,
+    config: RunConfig,
+    env: dict[str, str] | None,
+    gate: GpuGate | None,
+    worker: Path | None,
+) -> tuple[ProcessResult, str, list[str]]:
+    """Runs `names` (one test case, or a group) in one process: its result, its XML report and
+    the cgroup limits it ran into."""
     run_dir = Path(tempfile.mkdtemp(prefix="test-", dir=work_dir))
+    if len(names) == 1:
+        selection = [names[0]]
+    else:  # one name a line, each taken whole (Catch2 quotes them)
+        listed = run_dir / "tests.txt"
+        listed.write_text("".join(f"{name}\n" for name in names), encoding="utf-8")
+        selection = ["--input-file", str(listed), "--order", "decl", "--durations", "yes"]
     with ReportPipe() as report, gate or nullcontext():
         command = [
             str(exe),
-            name,
+            *selection,
             "--reporter",
             f"xml::out=/dev/fd/{report.child_fd}",
             "--reporter",
@@ -300,10 +414,7 @@ def run_test(
             )
             if cgroup is not None:
                 limits_hit = cgroup.limits_hit()
-    outcome = outcome_from(name, result, report.text, config)
-    if outcome.status is not Status.PASSED:
-        outcome.messages.extend(limits_hit)
-    return outcome
+    return result, report.text, limits_hit
 
 
 # What a student's worker may write, in all: a file system of its own of this size (its pages

@@ -13,7 +13,10 @@ profile:<file> (as window, but asks for the profiler turn, 'P'; its middle span 
 window-then-die (asks for a window, and exits once it has it, without giving it back),
 oom-once:<file> (fails with CUDA's out-of-memory error unless the file exists, which it then
 creates, and appends "<KIT_GPU_GATE or -> <name>" to it on every run, then passes),
-sleep:<seconds> (sleeps, then passes).
+sleep:<seconds> (sleeps, then passes), pid:<file> (appends "<its process id> <name>", then passes).
+
+With --input-file, it runs the tests the file names, one a line, in that order, in this one
+process, and writes one report holding each test's result (as Catch2 does).
 """
 
 import json
@@ -131,6 +134,11 @@ def run(name, out):
             handle.write(f"{start} {time.time()} {gpu} {name}\n")
         write(document(name, "", True))
         return 0
+    if kind == "pid":
+        with open(arg, "a") as handle:
+            handle.write(f"{os.getpid()} {name}\n")
+        write(document(name, "", True))
+        return 0
     if kind == "sleep":
         time.sleep(float(arg))
         write(document(name, "", True))
@@ -181,12 +189,40 @@ def run(name, out):
     raise SystemExit(f"fake_catch2: unknown behaviour {behaviour}")
 
 
+def group(names, out):
+    """Each test in turn, in this process; one report with every test's TestCase element."""
+    cases, code = [], 0
+    for name in names:
+        if name not in TESTS:
+            continue
+        part = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"fake-catch2-{os.getpid()}.part")
+        status = run(name, part)
+        text = open(part).read() if os.path.exists(part) else ""
+        if os.path.exists(part):
+            os.remove(part)
+        start, end = text.find("  <TestCase"), text.find("</TestCase>")
+        if start >= 0 and end >= 0:
+            cases.append(text[start : end + len("</TestCase>")] + "\n")
+        code = code or (status or 0)
+    with open(out, "w") as handle:
+        handle.write(
+            '<?xml version="1.0" encoding="UTF-8"?>\n<Catch2TestRun name="fake" catch2-version="3.7.1">\n'
+            + "".join(cases)
+            + '  <OverallResults successes="0" failures="0" expectedFailures="0" skips="0"/>\n'
+            "</Catch2TestRun>\n"
+        )
+    return code
+
+
 def main(argv):
     if "--list-tests" in argv:
         listing()
         return 0
-    name = argv[0]
     out = next(arg.split("::out=", 1)[1] for arg in argv if arg.startswith("xml::out="))
+    if "--input-file" in argv:
+        listed = open(argv[argv.index("--input-file") + 1]).read().splitlines()
+        return group([line for line in listed if line.strip()], out)
+    name = argv[0]
     if name not in TESTS:
         print(f"No test cases matched '{name}'")
         return 2

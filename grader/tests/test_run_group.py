@@ -1,0 +1,125 @@
+"""A split lab's [gpu] tests, several to a judge process (grader/run.py, run_test_group): each
+keeps its own result, and whatever the shared process does not settle runs alone."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from grader.run import ListedTest, RunConfig, Status, run_tests
+from grader.schedule import Scheduler
+
+from .conftest import write_fake_catch2
+
+
+def listed(tests: list[dict]) -> list[ListedTest]:
+    return [ListedTest(t["name"], tuple(t["tags"].strip("[]").split("]["))) for t in tests]
+
+
+def grade(tmp_path: Path, tests: list[dict], worker: bool = True, per_process: int = 3, timeout: float = 20):
+    exe = write_fake_catch2(tmp_path / "bin", "lab05_tests", tests)
+    fake_worker = tmp_path / "bin" / "lab05_worker"
+    fake_worker.write_text("the student's worker\n")
+    scheduler = Scheduler(cpu_slots=4, gpus=["0"], gpu_slots=4, max_defer=0.5)
+    config = RunConfig(timeout=timeout, tests_per_process=per_process)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return run_tests(
+            exe, listed(tests), tmp_path, config, scheduler, pool, worker=fake_worker if worker else None
+        )
+
+
+def processes(log: Path) -> dict[str, list[str]]:
+    """Which tests each process ran, by its process id, in order."""
+    ran: dict[str, list[str]] = {}
+    for line in log.read_text().splitlines():
+        pid, name = line.split(" ", 1)
+        ran.setdefault(pid, []).append(name)
+    return ran
+
+
+def test_correctness_gpu_tests_of_a_split_lab_run_several_to_a_process_in_listing_order(tmp_path):
+    log = tmp_path / "pids.txt"
+    tests = [
+        {"name": f"gpu {i}", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"} for i in range(5)
+    ]
+    tests.append({"name": "host only", "tags": "[lab05][concepts]", "behaviour": f"pid:{log}"})
+    # A sanitizer's, a profiler's or a timed test asks for turns and windows: alone, as before.
+    tests.append({"name": "under a tool", "tags": "[lab05][safety][gpu]", "behaviour": f"pid:{log}"})
+    outcomes = grade(tmp_path, tests)
+    assert list(outcomes) == [test["name"] for test in tests]
+    assert {outcome.status for outcome in outcomes.values()} == {Status.PASSED}
+    assert [outcomes[f"gpu {i}"].needs_gpu for i in range(5)] == [True] * 5
+    groups = sorted(processes(log).values())
+    assert groups == [["gpu 0", "gpu 1", "gpu 2"], ["gpu 3", "gpu 4"], ["host only"], ["under a tool"]]
+
+
+def test_without_a_worker_or_with_one_a_process_every_test_runs_alone(tmp_path):
+    log = tmp_path / "pids.txt"
+    tests = [
+        {"name": f"gpu {i}", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"} for i in range(4)
+    ]
+    grade(tmp_path / "a", tests, worker=False)
+    assert all(len(names) == 1 for names in processes(log).values())
+    log.unlink()
+    grade(tmp_path / "b", tests, per_process=1)
+    assert all(len(names) == 1 for names in processes(log).values())
+
+
+def test_each_test_of_a_group_keeps_its_own_status_messages_and_figures(tmp_path):
+    tests = [
+        {"name": "passes", "tags": "[lab05][correctness][gpu]", "behaviour": "pass"},
+        {
+            "name": "fails",
+            "tags": "[lab05][correctness][gpu]",
+            "behaviour": "fail:got 3 expected 4\nhint: look at the row",
+        },
+        {"name": "skips", "tags": "[lab05][correctness][gpu]", "behaviour": "skip:no usable GPU: none here"},
+        {"name": "measures", "tags": "[lab05][correctness][gpu]", "behaviour": "metric:time_ratio=1.5"},
+    ]
+    outcomes = grade(tmp_path, tests, per_process=4)
+    assert outcomes["passes"].status is Status.PASSED and not outcomes["passes"].messages
+    assert outcomes["fails"].status is Status.FAILED
+    assert any("got 3 expected 4" in message for message in outcomes["fails"].messages)
+    assert outcomes["fails"].hints == ["look at the row"]
+    assert outcomes["skips"].status is Status.SKIPPED
+    assert outcomes["skips"].skip_reason == "no usable GPU: none here"
+    assert outcomes["measures"].status is Status.PASSED
+    assert outcomes["measures"].metrics == {"time_ratio": 1.5}
+
+
+def test_when_the_shared_process_crashes_its_tests_run_again_alone(tmp_path):
+    log = tmp_path / "pids.txt"
+    tests = [
+        {"name": "before", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"},
+        {"name": "crashes", "tags": "[lab05][correctness][gpu]", "behaviour": "crash"},
+        {"name": "after", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"},
+    ]
+    outcomes = grade(tmp_path, tests)
+    assert outcomes["crashes"].status is Status.CRASHED  # its own run's verdict, alone
+    assert outcomes["before"].status is Status.PASSED
+    assert outcomes["after"].status is Status.PASSED
+    ran = processes(log)
+    assert sorted(ran.values()) == [["after"], ["before"], ["before"]]  # the group's, then alone
+
+
+def test_when_the_shared_process_times_out_its_tests_run_again_alone(tmp_path):
+    log = tmp_path / "pids.txt"
+    tests = [
+        {"name": "quick", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"},
+        {"name": "slow", "tags": "[lab05][correctness][gpu]", "behaviour": "sleep:3"},
+    ]
+    outcomes = grade(tmp_path, tests, per_process=2, timeout=1)  # the group gets 2 s
+    assert outcomes["quick"].status is Status.PASSED
+    assert outcomes["slow"].status is Status.TIMED_OUT
+    assert sorted(processes(log).values()) == [["quick"], ["quick"]]
+
+
+def test_a_test_of_a_group_out_of_device_memory_runs_again_alone(tmp_path):
+    log = tmp_path / "runs.txt"
+    tests = [
+        {"name": "plain", "tags": "[lab05][correctness][gpu]", "behaviour": "pass"},
+        {"name": "short of memory once", "tags": "[lab05][correctness][gpu]", "behaviour": f"oom-once:{log}"},
+    ]
+    outcomes = grade(tmp_path, tests)
+    assert outcomes["short of memory once"].status is Status.PASSED  # its run alone, with the GPU
+    assert len(log.read_text().splitlines()) == 2
