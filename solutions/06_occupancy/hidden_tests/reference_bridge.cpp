@@ -1,6 +1,7 @@
 // Declares the lab's API under the reference library's namespace (lab06_reference, as
 // cmake/KitLab.cmake compiles it) and forwards to it.
 #define lab06 lab06_reference
+#include "calls.hpp"  // lab06_reference::occupancy_of_each, a call to the reference's worker
 #include "device_presets.h"
 #include "occupancy.h"
 #undef lab06
@@ -9,16 +10,29 @@
 
 namespace lab06_tests {
 
-ReferenceOccupancy reference_occupancy(const std::string& cc, int threads_per_block,
-                                       int registers_per_thread, int shared_memory_per_block) {
-  const lab06_reference::Occupancy o = lab06_reference::occupancy(
-      lab06_reference::device_preset(cc),
-      lab06_reference::KernelUsage{threads_per_block, registers_per_thread,
-                                   shared_memory_per_block});
+namespace {
+
+ReferenceOccupancy plain(const lab06_reference::Occupancy& o) {
   return ReferenceOccupancy{o.warps_per_block,    o.registers_per_block, o.shared_memory_per_block,
                             o.blocks_by_warps,    o.blocks_by_registers, o.blocks_by_shared_memory,
                             o.blocks_by_sm_limit, o.active_blocks,       o.active_warps,
                             o.occupancy,          o.limited_by};
+}
+
+}  // namespace
+
+std::vector<ReferenceOccupancy> reference_occupancy_of_each(
+    const std::string& cc, const std::vector<ReferenceKernel>& kernels) {
+  std::vector<lab06_reference::KernelUsage> usages;
+  for (const ReferenceKernel& k : kernels) {
+    usages.push_back({k.threads_per_block, k.registers_per_thread, k.shared_memory_per_block});
+  }
+  std::vector<ReferenceOccupancy> answers;
+  for (const lab06_reference::Occupancy& o :
+       lab06_reference::occupancy_of_each(lab06_reference::device_preset(cc), usages)) {
+    answers.push_back(plain(o));
+  }
+  return answers;
 }
 
 }  // namespace lab06_tests

@@ -21,10 +21,7 @@ using lab06::Occupancy;
 
 namespace {
 
-Occupancy reference(const DeviceLimits& d, const KernelUsage& k) {
-  const std::string cc = std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor);
-  const lab06_tests::ReferenceOccupancy r = lab06_tests::reference_occupancy(
-      cc, k.threads_per_block, k.registers_per_thread, k.shared_memory_per_block);
+Occupancy from(const lab06_tests::ReferenceOccupancy& r) {
   Occupancy o;
   o.warps_per_block = r.warps_per_block;
   o.registers_per_block = r.registers_per_block;
@@ -38,6 +35,24 @@ Occupancy reference(const DeviceLimits& d, const KernelUsage& k) {
   o.occupancy = r.occupancy;
   o.limited_by = r.limited_by;
   return o;
+}
+
+std::string preset_name(const DeviceLimits& d) {
+  return std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor);
+}
+
+// The reference's answers for every kernel, in one call to its worker.
+std::vector<Occupancy> reference_of_each(const DeviceLimits& d,
+                                         const std::vector<KernelUsage>& kernels) {
+  std::vector<lab06_tests::ReferenceKernel> asked;
+  for (const KernelUsage& k : kernels) {
+    asked.push_back({k.threads_per_block, k.registers_per_thread, k.shared_memory_per_block});
+  }
+  std::vector<Occupancy> answers;
+  for (const auto& r : lab06_tests::reference_occupancy_of_each(preset_name(d), asked)) {
+    answers.push_back(from(r));
+  }
+  return answers;
 }
 
 // The sheet, or a failed test that says what is wrong with the file.
@@ -165,9 +180,10 @@ TEST_CASE(
                          t % 5 == 0 ? 0 : uniform(0, d.max_shared_memory_per_block)});
     }
     const std::vector<Occupancy> yours = lab06::occupancy_of_each(d, kernels);  // one call
+    const std::vector<Occupancy> right = reference_of_each(d, kernels);         // one call
     for (std::size_t t = 0; t < kernels.size(); ++t) {
       const KernelUsage& k = kernels[t];
-      const std::string report = lab06_tests::diagnose(d, k, yours[t], reference(d, k));
+      const std::string report = lab06_tests::diagnose(d, k, yours[t], right[t]);
       if (report.empty()) continue;
       if (++mismatches <= 3) FAIL_CHECK(report);
     }
