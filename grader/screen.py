@@ -1,11 +1,12 @@
-"""The source screen: refuses student code that could reach outside its own test process.
+"""The source screen: refuses student code that could reach outside its own process.
 
-Student code runs inside the test executable, so it could write a fake result file, kill the
-grader or read other submissions. There is no sandbox on the GPU machines, so this screen is
-the barrier (docs/architecture.md): includes from an allow-list only, and no process, file,
-signal or inline-assembly API. It is deliberately conservative: a plain word match on the
-source with comments removed (words inside string literals count too), so a refused student
-renames a variable rather than an attacker slipping a call through.
+Student code runs in a worker of its own, confined by the sandbox (docs/architecture.md, "Judge
+and worker" and "Confinement"); this screen is the first of the layers in front of it: includes
+of the C++ standard library and the CUDA toolkit only (less files, streams, threads, clocks and
+libraries that would do the lab's work), and no process, file, signal or inline-assembly API.
+It is deliberately conservative: a plain word match on the source with comments removed (words
+inside string literals count too), so a refused student renames a variable rather than an
+attacker slipping a call through.
 """
 
 from __future__ import annotations
@@ -13,24 +14,70 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-ALLOWED_SYSTEM_HEADERS = frozenset(
-    {
-        "cuda_runtime.h",
-        "cuda.h",
-        "cstdio",
-        "cstddef",
-        "cstdint",
-        "cmath",
-        "algorithm",
-        "stdexcept",
-        "string",
-        "vector",
-        "utility",
-        "limits",
-        "cfloat",
-        "climits",
-    }
+# What a submission may include besides its lab's header and the kit's: the C++ standard
+# library (and C's, in both spellings) and the CUDA toolkit's headers for device code. Since the
+# judge/worker split the student's code runs in a sandboxed worker of its own, so a header no
+# longer needs to be harmless to share a process with the tests; the word screen and the object
+# inspection still refuse the calls (files, processes, environment, threads, clocks).
+CXX_HEADERS = frozenset(
+    """algorithm any array atomic bit bitset cassert ccomplex cctype cerrno cfenv cfloat charconv
+    cinttypes ciso646 climits cmath compare complex concepts cstdalign cstdarg cstdbool cstddef
+    cstdint cstdio cstdlib cstring ctgmath cuchar cwchar cwctype deque exception execution expected
+    flat_map flat_set format forward_list functional initializer_list iterator limits list map
+    mdspan memory memory_resource new numbers numeric optional queue random ranges ratio
+    scoped_allocator set source_location span stack stdexcept string string_view system_error
+    tuple type_traits typeindex typeinfo unordered_map unordered_set utility valarray variant
+    vector version""".split()
 )
+C_HEADERS = frozenset(
+    """assert.h complex.h ctype.h errno.h fenv.h float.h inttypes.h iso646.h limits.h math.h
+    stdalign.h stdarg.h stdbool.h stddef.h stdint.h stdio.h stdlib.h string.h tgmath.h uchar.h
+    wchar.h wctype.h""".split()
+)
+CUDA_HEADERS = frozenset(
+    """cuda_runtime.h cuda_runtime_api.h cuda.h device_launch_parameters.h builtin_types.h
+    vector_types.h vector_functions.h device_types.h driver_types.h channel_descriptor.h
+    cuda_device_runtime_api.h device_functions.h device_atomic_functions.h math_constants.h
+    math_functions.h cuda_fp16.h cuda_bf16.h cuda_fp8.h cuComplex.h cooperative_groups.h
+    cuda_pipeline.h cuda_awbarrier.h cuda_occupancy.h sm_20_atomic_functions.h
+    sm_32_intrinsics.h sm_60_atomic_functions.h sm_61_intrinsics.h""".split()
+)
+# Header families of the CUDA toolkit, by prefix: libcu++ and cooperative groups' parts.
+CUDA_HEADER_PREFIXES = ("cuda/", "cooperative_groups/")
+# Standard headers still refused, with what to write instead (docs/students.md lists them).
+REFUSED_HEADERS: dict[str, str] = {
+    **dict.fromkeys(
+        ["iostream", "istream", "ostream", "sstream", "iomanip", "ios", "iosfwd", "streambuf",
+         "syncstream", "spanstream", "strstream", "print", "locale", "clocale", "codecvt"],
+        "streams and locales are not available to lab code; print with printf from <cstdio>",
+    ),
+    **dict.fromkeys(
+        ["fstream", "filesystem", "fcntl.h", "unistd.h", "dirent.h", "sys/stat.h"],
+        "lab code may not open, read or write files",
+    ),
+    **dict.fromkeys(
+        ["thread", "future", "mutex", "shared_mutex", "condition_variable", "stop_token",
+         "semaphore", "latch", "barrier", "pthread.h"],
+        "lab code runs on one host thread; the parallel work is the kernel's",
+    ),
+    **dict.fromkeys(
+        ["chrono", "ctime", "time.h"],
+        "the kit times your kernel; a clock in lab code changes nothing the grader measures",
+    ),
+    **dict.fromkeys(
+        ["csignal", "signal.h", "csetjmp", "setjmp.h"],
+        "lab code may not handle signals or jump out of calls",
+    ),
+}  # fmt: skip
+# CUDA libraries that would do the lab's work for it.
+REFUSED_HEADER_PREFIXES: dict[str, str] = {
+    prefix: "the lab asks for your own kernel, not a library's"
+    for prefix in (
+        "cublas", "cusparse", "cufft", "curand", "cusolver", "cudnn", "cutlass", "thrust/", "cub/",
+        "nvrtc", "npp",
+    )
+}  # fmt: skip
+
 KIT_HEADER = re.compile(r"kit/[A-Za-z0-9_]+\.hpp")
 
 # (pattern, what it is, why it is refused). Patterns run on the source with comments blanked.
@@ -212,22 +259,44 @@ def _check_includes(code: str, line_of: list[int], lab_headers: set[str]) -> lis
         line = line_of[match.start()]
         if _include_allowed(target, lab_headers):
             continue
-        allowed = sorted(f'"{name}"' for name in lab_headers) + ['"kit/*.hpp"']
-        allowed += sorted(f"<{name}>" for name in ALLOWED_SYSTEM_HEADERS)
-        problems.append(
-            ScreenProblem(
-                line,
-                target,
-                f"#include {target} is not allowed; a submission may include only " + ", ".join(allowed),
-            )
-        )
+        problems.append(ScreenProblem(line, target, _include_refusal(target, lab_headers)))
     return problems
+
+
+def _include_refusal(target: str, lab_headers: set[str]) -> str:
+    """Why `#include target` is refused, and what to include instead."""
+    name = target[1:-1] if len(target) > 2 and target[0] in '<"' else ""
+    reason = REFUSED_HEADERS.get(name) or next(
+        (why for prefix, why in REFUSED_HEADER_PREFIXES.items() if name.startswith(prefix)), None
+    )
+    if reason is None and name in lab_headers | CXX_HEADERS | C_HEADERS | CUDA_HEADERS:
+        reason = f"write #include <{name}>" if target.startswith('"') else f'write #include "{name}"'
+    labs = ", ".join(f'"{header}"' for header in sorted(lab_headers))
+    allowed = (
+        f"a submission may include its lab's header ({labs}), the kit's \"kit/*.hpp\", the C++ and C "
+        "standard headers and the CUDA toolkit's headers for device code (docs/students.md, "
+        '"What your code may include")'
+    )
+    if reason is None:
+        reason = "not a header of the C++ standard library or the CUDA toolkit that lab code may use"
+    return f"#include {target} is not allowed: {reason}; {allowed}"
 
 
 def _include_allowed(target: str, lab_headers: set[str]) -> bool:
     if target.startswith("<") and target.endswith(">"):
-        return target[1:-1] in ALLOWED_SYSTEM_HEADERS
+        name = target[1:-1]
+        return (
+            name in CXX_HEADERS
+            or name in C_HEADERS
+            or name in CUDA_HEADERS
+            or (name.startswith(CUDA_HEADER_PREFIXES) and _plain_path(name))
+        )
     if target.startswith('"') and target.endswith('"') and len(target) > 2:
         name = target[1:-1]
-        return name in lab_headers or KIT_HEADER.fullmatch(name) is not None
+        return name in lab_headers or KIT_HEADER.fullmatch(name) is not None or name in CUDA_HEADERS
     return False  # a macro or anything else the screen cannot follow
+
+
+def _plain_path(name: str) -> bool:
+    """A header path inside its family: words and slashes, no "..", no absolute path."""
+    return re.fullmatch(r"[A-Za-z0-9_]+(/[A-Za-z0-9_.]+)*", name) is not None and ".." not in name

@@ -81,8 +81,11 @@ def test_a_method_named_like_a_file_call_is_allowed():
 @pytest.mark.parametrize(
     "include",
     [
-        "#include <cstdlib>",
+        "#include <iostream>",
         "#include <fstream>",
+        "#include <thread>",
+        "#include <cublas_v2.h>",
+        "#include <cuda/../../../etc/passwd>",
         '#include "../../solutions/02_naive_matmul/naive_matmul.cu"',
         '#include "kit/../../etc/passwd"',
         "#include HEADER_MACRO",
@@ -96,9 +99,37 @@ def test_refuses_includes_outside_the_allow_list(include):
     assert any("#include" in p.message or "include directive" in p.message for p in problems)
 
 
-def test_allowed_includes_are_listed_in_the_refusal():
+def test_a_refused_include_says_why_what_to_write_and_what_is_allowed():
     message = screen_source("#include <iostream>\n", HEADERS)[0].message
-    assert '"naive_matmul.h"' in message and "<cuda_runtime.h>" in message and "kit/*.hpp" in message
+    assert "print with printf from <cstdio>" in message
+    assert '"naive_matmul.h"' in message and "kit/*.hpp" in message and "docs/students.md" in message
+    quoted = screen_source('#include "cstdio"\n', HEADERS)[0].message
+    assert "write #include <cstdio>" in quoted
+
+
+@pytest.mark.parametrize(
+    "include",
+    [
+        '#include "device_launch_parameters.h"',  # the first line of Visual Studio's CUDA template
+        "#include <device_launch_parameters.h>",
+        "#include <cassert>",
+        "#include <array>",
+        "#include <cstdint>",
+        "#include <cstdlib>",
+        "#include <math.h>",
+        "#include <cooperative_groups.h>",
+        "#include <cooperative_groups/reduce.h>",
+        "#include <cuda/std/array>",
+        "#include <cuda_fp16.h>",
+    ],
+)
+def test_the_headers_correct_students_write_are_accepted(include):
+    assert screen_source(f"{include}\n", HEADERS) == []
+
+
+def test_an_allowed_header_does_not_let_a_refused_call_through():
+    problems = screen_source("#include <cstdlib>\nvoid f() { exit(1); }\n", HEADERS)
+    assert [p.token for p in problems] == ["exit"]
 
 
 def test_a_string_cannot_hide_code_behind_a_fake_comment():
