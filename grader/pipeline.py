@@ -46,7 +46,16 @@ from .rubric import Kit, Lab, check_rubric_against_listing
 from .run import RunConfig, list_tests, run_tests
 from .sandbox import Sandbox, detect, tool_folders
 from .schedule import Need, Scheduler, Stopped, visible_gpus
-from .score import CheckResult, LabScore, SubmissionScore, score_lab, score_test, score_unbuilt_lab
+from .score import (
+    NOT_SUBMITTED,
+    CheckResult,
+    LabScore,
+    SubmissionScore,
+    hide_grader_paths,
+    score_lab,
+    score_test,
+    score_unbuilt_lab,
+)
 from .stage import make_work_dir, stage_submission
 
 MANIFEST = "grading.json"  # what an --out folder was graded with, checked on resume
@@ -235,6 +244,15 @@ class Engine:
             score.error = f"internal grader error: {type(error).__name__}: {error}\n{traceback.format_exc()}"
         finally:
             score.duration = time.monotonic() - start
+            # A file of the student's own is named as they know it; the grader's folders by a stand-in.
+            own = [(f"{work_dir}/labs/{lab.slug}/", "") for lab in labs]
+            grader = [
+                (work_dir, "<work folder>"),
+                (self.cache_root, "<build cache>"),
+                (self.options.harness_dir or self.kit.root / "build" / "harness", "<kit build>"),
+                (self.kit.root, "<kit>"),
+            ]
+            hide_grader_paths(score, [*own, *((str(path), shown) for path, shown in grader)])
             if self.options.keep_work:
                 self.progress.log(f"{student}: work folder kept: {work_dir}")
             else:
@@ -352,7 +370,7 @@ def grade_submission(
 def _not_submitted(lab: Lab, submission: Submission) -> str:
     missing = ", ".join(submission.missing_files(lab))
     refused = [item.path for item in submission.refused]
-    return f"not submitted: {missing}" + (" (files were refused: see above)" if refused else "")
+    return f"{NOT_SUBMITTED}: {missing}" + (" (files were refused: see above)" if refused else "")
 
 
 def _fill_ungraded_labs(score: SubmissionScore, labs: list[Lab]) -> None:

@@ -18,7 +18,7 @@ from .charts import Charts
 from .collect import Refusal
 from .escape import escaped
 from .run import Status
-from .score import CheckResult, LabScore, SubmissionScore, TestScore, lab_statistics
+from .score import NOT_SUBMITTED, CheckResult, LabScore, SubmissionScore, TestScore, lab_statistics
 
 SCORE_FILE = "score.json"  # the grader's own record of a finished submission, read on resume
 
@@ -139,6 +139,9 @@ def feedback_text(score: SubmissionScore) -> str:
 def lab_feedback_lines(lab: LabScore, student: bool = False) -> list[str]:
     """One lab's tests with their points, reasons and hints. For the student (feedback.txt) only
     the tests results.json marks visible, and one line for the rest; for staff (validate) all."""
+    if lab.problem is not None and lab.problem.startswith(NOT_SUBMITTED):
+        # Nothing ran: one line, not a "not run" line for each of its tests.
+        return [f"Lab {lab.lab_id}: {lab.title}  (0/{format_points(lab.max_points)}): {lab.problem}"]
     tests = [test for test in lab.tests if not student or shown_to_students(test)]
     hidden = [test for test in lab.tests if test not in tests]
     if hidden:

@@ -82,6 +82,35 @@ class SubmissionScore:
         return next((lab for lab in self.labs if lab.lab_id == lab_id), None)
 
 
+# How a lab's problem begins when the submission lacks one of its files (pipeline.py).
+NOT_SUBMITTED = "not submitted"
+
+
+def hide_grader_paths(score: SubmissionScore, folders: list[tuple[str, str]]) -> None:
+    """Replaces each grader folder (a submission's work folder, the build cache, the kit) in every
+    text of `score` a student sees with its stand-in: a sanitizer's command line or a test's
+    message names them, and they mean nothing to the student (and say where the grader keeps
+    its files). Longest first, so that a folder inside another keeps its own stand-in."""
+    ordered = sorted(
+        ((path, shown) for path, shown in folders if path.strip("/")), key=lambda pair: -len(pair[0])
+    )
+
+    def hidden(text: str) -> str:
+        for path, shown in ordered:
+            text = text.replace(path, shown)
+        return text
+
+    for lab in score.labs:
+        lab.problem = hidden(lab.problem) if lab.problem is not None else None
+        lab.build_log = hidden(lab.build_log)
+        for test in lab.tests:
+            test.reasons = [hidden(text) for text in test.reasons]
+            test.hints = [hidden(text) for text in test.hints]
+            test.details = [hidden(text) for text in test.details]
+    if score.error is not None:
+        score.error = hidden(score.error)
+
+
 @dataclass
 class CheckResult:
     """make check's result: the lab's visible tests, scored, or why the lab did not build."""

@@ -172,6 +172,44 @@ def test_grade_class_writes_every_report_even_when_grading_raises(fake_kit, tmp_
     assert {path.name for path in out.iterdir() if path.is_file()} == CLASS_FILES
 
 
+def test_no_grader_folder_appears_in_any_file_a_student_gets(fake_kit, tmp_path):
+    where = (
+        b'#include "demo.h"\n// FAKE-OUTCOME: where | result matches the host reference for small widths\n'
+        b"int demo_host(int w) { return w; }\n"
+    )
+    klass = tmp_path / "class"
+    folder(klass / "carol", {"demo.cu": where})
+    out = tmp_path / "grades"
+    options = fake_kit.options()
+    scores = grade_class(fake_kit.kit, cli.find_submissions([klass]), options, out, QuietProgress())
+    failed = scores[0].labs[0].tests[0]
+    assert failed.status == "failed"
+    message = "\n".join(failed.details + failed.reasons)
+    assert "cannot read <work folder>/" in message and "answers.toml; ran <" in message  # still says what
+    folders = [
+        str(options.work_root),
+        str(fake_kit.root),
+        str(options.harness_dir),
+        "grader-cache-",
+        "grade-carol-",
+    ]
+    files = [path for path in (out / "carol").rglob("*") if path.is_file()]
+    assert {path.name for path in files} >= {"feedback.txt", "results.json"}
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        assert [folder for folder in folders if folder in text] == [], path.name
+
+
+def test_a_lab_not_submitted_is_one_line_of_feedback(fake_kit, tmp_path):
+    klass = tmp_path / "class"
+    folder(klass / "dave", {"demo.cu": GOOD_02})
+    out = tmp_path / "grades"
+    grade_class(fake_kit.kit, cli.find_submissions([klass]), fake_kit.options(), out, QuietProgress())
+    feedback = (out / "dave" / "feedback.txt").read_text()
+    lab03 = [line for line in feedback.splitlines() if "Lab 03" in line or "not run" in line]
+    assert lab03 == ["Lab 03: Other lab  (0/20): not submitted: other.cu"], feedback
+
+
 def test_an_unexpected_exception_still_writes_results(fake_kit, tmp_path, monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("disk on fire")

@@ -13,7 +13,8 @@ profile:<file> (as window, but asks for the profiler turn, 'P'; its middle span 
 window-then-die (asks for a window, and exits once it has it, without giving it back),
 oom-once:<file> (fails with CUDA's out-of-memory error unless the file exists, which it then
 creates, and appends "<KIT_GPU_GATE or -> <name>" to it on every run, then passes),
-sleep:<seconds> (sleeps, then passes), pid:<file> (appends "<its process id> <name>", then passes).
+sleep:<seconds> (sleeps, then passes), where (fails naming its folder and its own path, as
+a sanitizer's command line does), pid:<file> (appends "<its process id> <name>", then passes).
 
 With --input-file, it runs the tests the file names, one a line, in that order, in this one
 process, and writes one report holding each test's result (as Catch2 does).
@@ -134,6 +135,10 @@ def run(name, out):
             handle.write(f"{start} {time.time()} {gpu} {name}\n")
         write(document(name, "", True))
         return 0
+    if kind == "where":
+        text = f"cannot read {os.getcwd()}/answers.toml; ran {os.path.realpath(sys.argv[0])}"
+        write(document(name, element("Failure", text), False))
+        return 42
     if kind == "pid":
         with open(arg, "a") as handle:
             handle.write(f"{os.getpid()} {name}\n")
