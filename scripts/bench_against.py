@@ -6,12 +6,16 @@ Unpacks the kit at REV (git archive) into a temporary folder, runs its engine's 
 this checkout's, each with `--no-serial` and the same labs, and prints both rates, their ratio
 and every sample student whose total differs. Both benches must run on the same machine for the
 ratio to mean anything (a GPU of the same kind elsewhere differs by more than the changes do).
+
+REV may also be the earlier kit itself, as a folder or a .tar.gz of one (`git archive REV | gzip`
+made where the history is): the GPU machine gets a checkout without its git history.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -53,26 +57,46 @@ def bench(kit: Path, out: Path, labs: str | None) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("rev", help="the earlier version: a commit, tag or branch of this checkout")
+    parser.add_argument(
+        "rev",
+        help="the earlier version: a commit, tag or branch of this checkout, or a kit's folder or .tar.gz",
+    )
     parser.add_argument("--labs", help="comma-separated labs (default: all)")
     parser.add_argument("--out", type=Path, help="keep both bench.json files here")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="kit-bench-base-") as scratch:
         base_kit = Path(scratch) / "kit"
-        base_kit.mkdir()
-        archive = subprocess.run(["git", "archive", args.rev], cwd=ROOT, capture_output=True, check=False)
-        if archive.returncode != 0:
-            print(
-                f"bench_against: git archive {args.rev} failed: {archive.stderr.decode().strip()}",
-                file=sys.stderr,
-            )
+        problem = unpack_base(args.rev, base_kit)
+        if problem:
+            print(f"bench_against: {problem}", file=sys.stderr)
             return 2
-        subprocess.run(["tar", "-x", "-C", str(base_kit)], input=archive.stdout, check=True)
         out = args.out or Path(scratch) / "out"
         base = engine_pass(bench(base_kit, out / "base", args.labs))
         head = engine_pass(bench(ROOT, out / "head", args.labs))
     print("\n".join(compare(base, head, args.rev)))
     return 0
+
+
+def unpack_base(rev: str, base_kit: Path) -> str:
+    """The earlier kit into `base_kit` (which must not exist), or why it could not be."""
+    given = Path(rev)
+    if given.is_dir():
+        if not (given / "grader" / "__main__.py").is_file():
+            return f"{rev} is a folder but not a kit (no grader/__main__.py)"
+        shutil.copytree(given, base_kit, symlinks=True, ignore=shutil.ignore_patterns("build", ".venv"))
+        return ""
+    base_kit.mkdir()
+    if given.is_file() and rev.endswith((".tar.gz", ".tgz")):
+        subprocess.run(["tar", "-xzf", str(given), "-C", str(base_kit)], check=True)
+    else:
+        archive = subprocess.run(["git", "archive", rev], cwd=ROOT, capture_output=True, check=False)
+        if archive.returncode != 0:
+            why = archive.stderr.decode().strip()
+            return f"git archive {rev} failed: {why} (name a commit, or a kit's folder or .tar.gz)"
+        subprocess.run(["tar", "-x", "-C", str(base_kit)], input=archive.stdout, check=True)
+    if not (base_kit / "grader" / "__main__.py").is_file():
+        return f"{rev} holds no kit (no grader/__main__.py at its top)"
+    return ""
 
 
 if __name__ == "__main__":

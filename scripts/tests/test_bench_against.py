@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_against import compare, engine_pass  # noqa: E402
+from bench_against import compare, engine_pass, unpack_base  # noqa: E402
 
 
 def _pass(rate: float, totals: dict[str, float]) -> dict:
@@ -29,3 +29,30 @@ def test_the_engine_pass_is_read_from_bench_json(tmp_path: Path) -> None:
     path = tmp_path / "bench.json"
     path.write_text(json.dumps({"passes": [{"name": "serial"}, _pass(12.5, {"reference": 1.0})]}))
     assert engine_pass(path)["student_labs_per_minute"] == 12.5
+
+
+def _kit(folder: Path) -> Path:
+    (folder / "grader").mkdir(parents=True)
+    (folder / "grader" / "__main__.py").write_text("# the earlier kit's grader\n")
+    return folder
+
+
+def test_the_earlier_kit_may_be_a_folder_or_a_tarball_where_there_is_no_history(tmp_path: Path) -> None:
+    import subprocess
+
+    earlier = _kit(tmp_path / "earlier")
+    assert unpack_base(str(earlier), tmp_path / "a") == ""
+    assert (tmp_path / "a" / "grader" / "__main__.py").is_file()
+    subprocess.run(["tar", "-czf", str(tmp_path / "earlier.tar.gz"), "-C", str(earlier), "."], check=True)
+    assert unpack_base(str(tmp_path / "earlier.tar.gz"), tmp_path / "b") == ""
+    assert (tmp_path / "b" / "grader" / "__main__.py").is_file()
+
+
+def test_a_folder_that_is_not_a_kit_or_an_unknown_revision_is_refused_with_what_to_give(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "empty").mkdir()
+    assert "not a kit" in unpack_base(str(tmp_path / "empty"), tmp_path / "a")
+    assert "name a commit, or a kit's folder or .tar.gz" in unpack_base(
+        "no-such-revision-xyz", tmp_path / "b"
+    )
