@@ -350,17 +350,8 @@ bool export_device_pointer(const void* pointer, DeviceRef& ref) {
   // through the runtime, so that the judge links no libcuda (CI has no driver; the host-only
   // tests still run, and every pointer is then a bare address).
   using AddressRange = CUresult (*)(CUdeviceptr*, std::size_t*, CUdeviceptr);
-  static const AddressRange address_range = []() -> AddressRange {
-    void* function = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &function, 12000,
-                                         cudaEnableDefault, &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return nullptr;
-    }
-    return reinterpret_cast<AddressRange>(function);
-  }();
+  static const auto address_range =
+      reinterpret_cast<AddressRange>(driver_function("cuMemGetAddressRange"));
   CUdeviceptr base = 0;
   std::size_t size = 0;
   if (address_range == nullptr ||

@@ -2,6 +2,7 @@
 // process's lab calls go to a worker. Set by the judge's side when it starts one. And whether this
 // process ever loaded the CUDA driver, which both sides ask before a call that would make a
 // context.
+#include <cuda_runtime_api.h>
 #include <link.h>
 
 #include <atomic>
@@ -32,6 +33,18 @@ bool driver_loaded() {
       nullptr);
   if (found != 0) loaded = true;
   return found != 0;
+}
+
+void* driver_function(const char* name) {
+  void* function = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &function, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();  // no driver here (CI): no later check inherits the error
+    return nullptr;
+  }
+  return function;
 }
 
 }  // namespace kit::remote

@@ -72,17 +72,8 @@ std::vector<char> thrown(wire::Status status, const char* kind, const std::strin
 // lab 05's configuration chooser) must not pay for a context after it (about 0.2 s on an H200).
 bool has_context() {
   using PrimaryState = CUresult (*)(CUdevice, unsigned int*, int*);
-  static const PrimaryState state = []() -> PrimaryState {
-    void* function = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &function, 12000,
-                                         cudaEnableDefault, &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return nullptr;
-    }
-    return reinterpret_cast<PrimaryState>(function);
-  }();
+  static const auto state =
+      reinterpret_cast<PrimaryState>(driver_function("cuDevicePrimaryCtxGetState"));
   int device = 0;
   unsigned int flags = 0;
   int active = 1;

@@ -292,6 +292,11 @@ void mark_calls_remote();
 // while the grader's other test processes make theirs.
 bool driver_loaded();
 
+// A CUDA driver function (CUDA 12's ABI), reached through the runtime so that nothing links
+// libcuda (CI has no driver): nullptr where there is none. Starts the runtime: ask driver_loaded
+// first where a context is not wanted.
+void* driver_function(const char* name);
+
 // The worker's process id as this process sees it (0 when none is running), for reading its
 // use of the device from outside it (kit::remote::worker_device_memory).
 long worker_pid(Role role);
