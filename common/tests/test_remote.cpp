@@ -183,13 +183,13 @@ namespace {
 long first_case_worker = 0;
 }  // namespace
 
-TEST_CASE("fresh workers, first case: a call starts a worker", "[.fresh_workers]") {
+TEST_CASE("fresh workers first case: a call starts a worker", "[.fresh_workers]") {
   CHECK(call<remote_test::Add, int>(role, 1, 1) == 2);
   first_case_worker = kit::remote::worker_pid(role);
   REQUIRE(first_case_worker > 0);
 }
 
-TEST_CASE("fresh workers, second case: none runs until a call starts a new one",
+TEST_CASE("fresh workers second case: none runs until a call starts a new one",
           "[.fresh_workers]") {
   REQUIRE(first_case_worker > 0);  // the first case ran before, in this process
   CHECK(kit::remote::worker_pid(role) == 0);

@@ -1,0 +1,62 @@
+// Diagnosis by construction for a matrix product P = M N (labs 02-05): the student's launch runs
+// again on inputs whose values say where they came from, so that each element of P tells which
+// products it summed, and a wrong kernel's mistake is read off that map instead of guessed from
+// the shape of its error.
+//
+// Two families of runs, one run per row c of N (inner of them each):
+// - "which M": M[a][b] = kCode + a * inner + b, N's row c all ones and every other row zero. An
+//   element of P that multiplied exactly one element of N's row c holds that M element's code;
+//   none holds 0; two or more hold at least 2 * kCode, which no single code reaches.
+// - "which N column": M all ones, N[c][k'] = kCode + k', every other row zero: the column of
+//   N's row c that the element read.
+// All values are integers below 2^24, so every sum is exact in float.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kit/matmul_harness.hpp"
+
+namespace kit {
+
+// What one element of P took from one row of N.
+struct Term {
+  enum class Kind { none, one, several, unreadable };
+  Kind kind = Kind::none;
+  int m_row = -1, m_col = -1;  // the M element it multiplied with (kind one)
+  int n_col = -1;              // the column of N's row it read (kind one)
+};
+
+struct TermMap {
+  int rows = 0, inner = 0, cols = 0;
+  std::vector<Term> terms;    // [(i * cols + k) * inner + c]
+  std::vector<char> written;  // [i * cols + k]: every run wrote the element
+  const Term& at(int i, int k, int c) const {
+    return terms[(static_cast<std::size_t>(i) * cols + k) * inner + c];
+  }
+  bool was_written(int i, int k) const {
+    return written[static_cast<std::size_t>(i) * cols + k] != 0;
+  }
+};
+
+// The inputs of run c of each family (row-major, M rows x inner, N inner x cols).
+std::vector<float> which_m_M(int rows, int inner);
+std::vector<float> which_m_N(int inner, int cols, int c);
+std::vector<float> which_n_M(int rows, int inner);
+std::vector<float> which_n_N(int inner, int cols, int c);
+
+// The map from the products of both families' runs (run c of each: rows x cols floats, poison
+// where the kernel did not write).
+TermMap decode_terms(const std::vector<std::vector<float>>& which_m,
+                     const std::vector<std::vector<float>>& which_n, int rows, int inner, int cols);
+
+// Runs `launch` on both families' inputs (2 * inner launches, P poisoned before each) and
+// decodes what came back.
+TermMap map_terms(const MatmulLaunch& launch, int rows, int inner, int cols);
+
+// The mistake the map proves, in the lab's terms, or "" when the map shows a correct product.
+// Named only when every element of P agrees with it; otherwise what one wrong element took
+// against what it should have, so that the student sees the map itself.
+std::string explain_terms(const TermMap& map, int tile);
+
+}  // namespace kit
