@@ -53,7 +53,7 @@ Terms right_terms(const std::function<bool(int)>& keep = [](int) { return true; 
 }
 
 std::string explain(const Terms& terms, const std::function<bool(int, int)>& writes = {}) {
-  return kit::explain_terms(emulate(terms, writes), kTile);
+  return kit::explain_terms(emulate(terms, writes), kTile).cause;
 }
 
 }  // namespace
@@ -64,7 +64,8 @@ TEST_CASE("a correct product maps every term to its place and is explained by no
   const kit::Term& t = map.at(3, 7, 5);
   CHECK(t.kind == kit::Term::Kind::one);
   CHECK((t.m_row == 3 && t.m_col == 5 && t.n_col == 7));
-  CHECK(kit::explain_terms(map, kTile).empty());
+  CHECK(kit::explain_terms(map, kTile).cause.empty());
+  CHECK(kit::explain_terms(map, kTile).example.empty());
 }
 
 TEST_CASE("two terms taken from one row of N read as several and never as a third element",
@@ -125,14 +126,33 @@ TEST_CASE("elements never written are said as the rows or columns they make up",
 
 TEST_CASE("a mistake the map proves no rule for is shown as one element's terms",
           "[common][term_map]") {
-  const std::string text = explain([](int i, int k) {
-    auto t = right_terms()(i, k);
-    if (i == 3 && k == 4) t[2] = {3, 0, 2, 4};  // M[3][0] where M[3][2] belongs
-    return t;
-  });
-  CHECK_THAT(text, ContainsSubstring("P[3][4] is wrong in 1 of its 10 terms"));
-  CHECK_THAT(text, ContainsSubstring(
-                       "inner index 2 it took M[3][0] x N[2][4] instead of M[3][2] x N[2][4]"));
+  const kit::TermDiagnosis d = kit::explain_terms(emulate([](int i, int k) {
+                                                    auto t = right_terms()(i, k);
+                                                    if (i == 3 && k == 4) t[2] = {3, 0, 2, 4};
+                                                    return t;
+                                                  }),
+                                                  kTile);
+  CHECK(d.cause.empty());  // one element: no rule of the chapter is proven
+  CHECK_THAT(d.example, ContainsSubstring("P[3][4] is wrong in 1 of its 10 terms"));
+  CHECK_THAT(
+      d.example,
+      ContainsSubstring("inner index 2 it took M[3][0] x N[2][4] instead of M[3][2] x N[2][4]"));
+}
+
+TEST_CASE("a proven cause becomes the first hint in place of the kit's cannot-tell-why",
+          "[common][term_map]") {
+  kit::Comparison cmp{false,
+                      "3 elements wrong\nhint: the kit cannot tell why from the values: 3 "
+                      "element(s)\nhint: README section 3\n"};
+  kit::apply_term_diagnosis(cmp, {"every element of P lacks its last term, inner index 9", ""});
+  CHECK(cmp.report ==
+        "3 elements wrong\nhint: on inputs that say where each term came from, every element of P "
+        "lacks its last term, inner index 9.\nhint: README section 3\n");
+  kit::Comparison seen{false, "3 elements wrong\nhint: the kit cannot tell why\n"};
+  kit::apply_term_diagnosis(seen, {"", "P[3][4] is wrong in 1 of its 10 terms"});
+  CHECK(seen.report ==
+        "3 elements wrong\non inputs that say where each term came from, P[3][4] is wrong in 1 of "
+        "its 10 terms.\nhint: the kit cannot tell why\n");
 }
 
 TEST_CASE("a term map refuses shapes whose codes would not stay exact", "[common][term_map]") {
@@ -147,5 +167,6 @@ TEST_CASE("a correct kernel's term map made on the device shows every term in it
       [&](const float* d_M, const float* d_N, float* d_P) { cublas(d_M, d_N, d_P, 12); }, 12, 12,
       12);
   CHECK(map.at(11, 0, 7).kind == kit::Term::Kind::one);
-  CHECK(kit::explain_terms(map, 4).empty());
+  CHECK(kit::explain_terms(map, 4).cause.empty());
+  CHECK(kit::explain_terms(map, 4).example.empty());
 }

@@ -54,9 +54,23 @@ TermMap decode_terms(const std::vector<std::vector<float>>& which_m,
 // decodes what came back.
 TermMap map_terms(const MatmulLaunch& launch, int rows, int inner, int cols);
 
-// The mistake the map proves, in the lab's terms, or "" when the map shows a correct product.
-// Named only when every element of P agrees with it; otherwise what one wrong element took
-// against what it should have, so that the student sees the map itself.
-std::string explain_terms(const TermMap& map, int tile);
+// What a map says: `cause`, the mistake it proves in the lab's terms, named only when every
+// element of P agrees with it; else `example`, what one wrong element took against what it
+// should have, so that the student sees the map itself. Both empty for a correct product.
+struct TermDiagnosis {
+  std::string cause;
+  std::string example;
+};
+TermDiagnosis explain_terms(const TermMap& map, int tile);
+
+// For check_matmul (not called yet: to be wired in, and validated on a GPU, as issue 29's next
+// step): for a wrong product, the proven cause becomes the report's first
+// hint (in place of "the kit cannot tell why"), or the example one more line of detail. Only for
+// shapes whose codes stay exact, a few times per process (each map is 2 * inner launches), and
+// never at the comparison's expense: a launch that fails on the map's inputs leaves it as it was.
+void add_term_diagnosis(Comparison& cmp, const MatmulProblem& problem, const MatmulLaunch& launch,
+                        int tile);
+// Its rewriting of the report, for a diagnosis at hand.
+void apply_term_diagnosis(Comparison& cmp, const TermDiagnosis& diagnosis);
 
 }  // namespace kit
