@@ -63,11 +63,11 @@ struct TermDiagnosis {
 };
 TermDiagnosis explain_terms(const TermMap& map, int tile);
 
-// For check_matmul (not called yet: to be wired in, and validated on a GPU, as issue 29's next
-// step): for a wrong product, the proven cause becomes the report's first
-// hint (in place of "the kit cannot tell why"), or the example one more line of detail. Only for
-// shapes whose codes stay exact, a few times per process (each map is 2 * inner launches), and
-// never at the comparison's expense: a launch that fails on the map's inputs leaves it as it was.
+// For check_matmul (not called yet: wiring it in, validated on a GPU, is issue 29's next step):
+// for a wrong product, the proven cause becomes the report's first hint (in place of "the kit
+// cannot tell why"), or the example one more line of detail. Only for shapes whose codes stay
+// exact, a few times per process (each map is 2 * inner launches), and never at the
+// comparison's expense: a launch that fails on the map's inputs leaves it as it was.
 void add_term_diagnosis(Comparison& cmp, const MatmulProblem& problem, const MatmulLaunch& launch,
                         int tile);
 // Its rewriting of the report, for a diagnosis at hand.
