@@ -22,7 +22,7 @@ from dataclasses import dataclass
 CXX_HEADERS = frozenset(
     """algorithm any array atomic bit bitset cassert ccomplex cctype cerrno cfenv cfloat charconv
     cinttypes ciso646 climits cmath compare complex concepts cstdalign cstdarg cstdbool cstddef
-    cstdint cstdio cstdlib cstring ctgmath cuchar cwchar cwctype deque exception execution expected
+    cstdint cstdio cstdlib cstring ctgmath cuchar cwchar cwctype deque exception expected
     flat_map flat_set format forward_list functional initializer_list iterator limits list map
     mdspan memory memory_resource new numbers numeric optional queue random ranges ratio
     scoped_allocator set source_location span stack stdexcept string string_view system_error
@@ -57,7 +57,7 @@ REFUSED_HEADERS: dict[str, str] = {
     ),
     **dict.fromkeys(
         ["thread", "future", "mutex", "shared_mutex", "condition_variable", "stop_token",
-         "semaphore", "latch", "barrier", "pthread.h"],
+         "semaphore", "latch", "barrier", "execution", "pthread.h"],
         "lab code runs on one host thread; the parallel work is the kernel's",
     ),
     **dict.fromkeys(
