@@ -123,3 +123,28 @@ def test_a_test_of_a_group_out_of_device_memory_runs_again_alone(tmp_path):
     outcomes = grade(tmp_path, tests)
     assert outcomes["short of memory once"].status is Status.PASSED  # its run alone, with the GPU
     assert len(log.read_text().splitlines()) == 2
+
+
+def test_a_shared_process_whose_exit_code_disagrees_with_its_report_settles_nothing(tmp_path):
+    log = tmp_path / "pids.txt"
+    tests = [
+        {"name": "plain", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"},
+        {"name": "passes then exits 3", "tags": "[lab05][correctness][gpu]", "behaviour": "badexit"},
+    ]
+    outcomes = grade(tmp_path, tests)
+    assert outcomes["passes then exits 3"].status is Status.CRASHED  # as alone: never a pass
+    assert outcomes["plain"].status is Status.PASSED
+    assert sorted(processes(log).values()) == [["plain"], ["plain"]]
+
+
+def test_a_name_catch2_would_read_otherwise_in_a_file_runs_alone(tmp_path):
+    log = tmp_path / "pids.txt"
+    names = ["plain one", "with, a comma", "#starts like a comment", "plain two"]
+    tests = [{"name": name, "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"} for name in names]
+    outcomes = grade(tmp_path, tests, per_process=4)
+    assert {outcome.status for outcome in outcomes.values()} == {Status.PASSED}
+    assert sorted(processes(log).values()) == [
+        ["#starts like a comment"],
+        ["plain one", "plain two"],
+        ["with, a comma"],
+    ]
