@@ -45,6 +45,7 @@ class Status(StrEnum):
 
 
 EXIT_ALL_SKIPPED = 4  # Catch2's exit code when every selected test was skipped
+EXIT_FAILED = 42  # Catch2 v3's exit code when a selected test failed (checked with 3.7)
 METRIC_LINE = re.compile(r"^kit-metric\s+([A-Za-z_][A-Za-z0-9_]*)=(\S+)$")
 ENV_KEPT = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES")
 ENV_KEPT_PREFIXES = ("NVIDIA_",)
@@ -368,10 +369,10 @@ def run_test_group(
         else:
             outcome.messages.extend(limits_hit)
         settled[name] = outcome
-    # Catch2 exits with the number of failed cases (4 when every case skipped): another code means
-    # the process ended some other way than its report says, and alone that is never a pass.
-    failed = len([case for case in cases.values() if not _passed(case)])
-    if result.returncode not in (min(failed, 255), EXIT_ALL_SKIPPED):
+    # Catch2 v3 exits with 42 when a case failed, 4 when every case skipped, else 0: another code
+    # means the process ended some other way than its report says, and alone that is never a pass.
+    failed = any(not _passed(case) for case in cases.values())
+    if result.returncode not in ((EXIT_FAILED,) if failed else (0, EXIT_ALL_SKIPPED)):
         return {}
     return settled
 

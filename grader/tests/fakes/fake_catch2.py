@@ -211,7 +211,7 @@ def group(names, out):
         start, end = text.find("  <TestCase"), text.find("</TestCase>")
         if start >= 0 and end >= 0:
             cases.append(text[start : end + len("</TestCase>")] + "\n")
-        failed += status not in (0, 4, None)  # as Catch2 counts: failed cases
+        failed += status not in (0, 4, None)
         skipped += status == 4
     with open(out, "w") as handle:
         handle.write(
@@ -220,7 +220,7 @@ def group(names, out):
             + '  <OverallResults successes="0" failures="0" expectedFailures="0" skips="0"/>\n'
             "</Catch2TestRun>\n"
         )
-    return 4 if cases and skipped == len(cases) else min(failed, 255)
+    return 42 if failed else 4 if cases and skipped == len(cases) else 0  # as Catch2 v3 exits
 
 
 def main(argv):
