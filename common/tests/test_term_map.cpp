@@ -112,6 +112,16 @@ TEST_CASE("the term map names the mistake of the chapter that it proves", "[comm
              ContainsSubstring("P is written transposed"));
 }
 
+TEST_CASE("a last term that is a whole phase names both loops that could have stopped short",
+          "[common][term_map]") {
+  const kit::TermMap map = emulate(right_terms([](int c) { return c < 9; }));  // term 9 of 10 gone
+  CHECK_THAT(kit::explain_terms(map, 3).cause,  // tiles of 3: the last phase is the one term 9
+             ContainsSubstring("the whole of the last phase") &&
+                 ContainsSubstring("round the number of phases up"));
+  CHECK_THAT(kit::explain_terms(map, 5).cause,  // tiles of 5: 10 is a multiple, nothing to round
+             !ContainsSubstring("round"));
+}
+
 TEST_CASE("elements never written are said as the rows or columns they make up",
           "[common][term_map]") {
   CHECK(explain(right_terms(), [](int i, int) { return i < 8; }) ==
@@ -122,6 +132,31 @@ TEST_CASE("elements never written are said as the rows or columns they make up",
   CHECK_THAT(
       explain(right_terms([](int c) { return c < kInner - 1; }), [](int i, int) { return i < 8; }),
       ContainsSubstring("rows 8 to 9") && ContainsSubstring("lacks its last term"));
+}
+
+TEST_CASE("a kernel that writes nothing is not said to have too few blocks", "[common][term_map]") {
+  CHECK(explain(right_terms(), [](int, int) { return false; }) ==
+        "no element of P was written: the kernel did not run, or wrote somewhere else");
+}
+
+TEST_CASE(
+    "rows never written beside wrong terms no rule explains keep both the cause and an example",
+    "[common][term_map]") {
+  const kit::TermDiagnosis d = kit::explain_terms(emulate(
+                                                      [](int i, int k) {
+                                                        auto t = right_terms()(i, k);
+                                                        if (i == 3 && k == 4) t[2] = {3, 0, 2, 4};
+                                                        return t;
+                                                      },
+                                                      [](int i, int) { return i < 8; }),
+                                                  kTile);
+  CHECK_THAT(d.cause, ContainsSubstring("rows 8 to 9 of P were never written"));
+  CHECK_THAT(d.example, ContainsSubstring("P[3][4] is wrong in 1 of its 10 terms"));
+  kit::Comparison cmp{false, "wrong\nhint: the kit cannot tell why\n"};
+  kit::apply_term_diagnosis(cmp, d);
+  CHECK_THAT(cmp.report, ContainsSubstring("hint: the kit cannot tell why"));  // not all explained
+  CHECK_THAT(cmp.report,
+             ContainsSubstring("on inputs that say where each term came from, P[3][4]"));
 }
 
 TEST_CASE("a mistake the map proves no rule for is shown as one element's terms",
