@@ -4,9 +4,8 @@
 #include <functional>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
-#include "kit/cuda_check.hpp"
-#include "kit/device_buffer.hpp"
 #include "kit/poison.hpp"
 
 namespace kit {
@@ -222,18 +221,12 @@ TermMap decode_terms(const std::vector<std::vector<float>>& which_m,
 
 TermMap map_terms(const MatmulLaunch& launch, int rows, int inner, int cols) {
   require_small(rows, inner, cols);
-  DeviceBuffer<float> d_M(static_cast<std::size_t>(rows) * inner);
-  DeviceBuffer<float> d_N(static_cast<std::size_t>(inner) * cols);
-  DeviceBuffer<float> d_P(static_cast<std::size_t>(rows) * cols);
-  const auto run = [&](const std::vector<float>& M, const std::vector<float>& N) {
-    d_M.copy_from_host(M.data());
-    d_N.copy_from_host(N.data());
-    poison(d_P.data(), d_P.size());
-    launch(d_M.data(), d_N.data(), d_P.data());
-    KIT_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<float> P(d_P.size());
-    d_P.copy_to_host(P.data());
-    return P;
+  MatmulProblem coded;  // run_matmul's inputs; no reference is needed to decode
+  coded.rows = rows, coded.inner = inner, coded.cols = cols;
+  const auto run = [&](std::vector<float> M, std::vector<float> N) {
+    coded.M = std::move(M);
+    coded.N = std::move(N);
+    return run_matmul(coded, launch);
   };
   std::vector<std::vector<float>> which_m, which_n;
   for (int c = 0; c < inner; ++c)
