@@ -64,6 +64,14 @@ C_RUNTIME = {
     "printf", "puts", "putchar", "snprintf", "__printf_chk", "__snprintf_chk", "__memcpy_chk",
     "__memset_chk", "abort", "__assert_fail",
 }  # fmt: skip
+# C library functions of the headers the source screen accepts (<cstdlib>, <cstring>, <cctype>)
+# that touch nothing outside the process: its heap, numbers and strings.
+C_LIBRARY = {
+    "malloc", "calloc", "realloc", "free", "abs", "labs", "llabs", "div", "ldiv", "lldiv",
+    "strtol", "strtoll", "strtoul", "strtoull", "strtof", "strtod", "atoi", "atol", "atoll",
+    "atof", "qsort", "bsearch", "strncmp", "strncpy", "strcpy", "strcat", "strncat", "strchr",
+    "strrchr", "strstr", "memchr", "toupper", "tolower", "isdigit", "isalpha", "isspace",
+}  # fmt: skip
 CXX_RUNTIME = re.compile(
     r"__cxa_(allocate_exception|free_exception|throw|rethrow|begin_catch|end_catch|guard_acquire"
     r"|guard_release|guard_abort|pure_virtual|call_unexpected|bad_cast|bad_typeid"
@@ -88,8 +96,8 @@ NVCC_INIT = "__sti____cudaRegisterAll"
 
 UNDEFINED_RULE = (
     "a lab's code may use only the CUDA runtime calls of the labs, the C++ standard library "
-    "(no files, streams, processes, threads or clocks), the C math and string functions, and the "
-    "kit's checks (kit::check_cuda, kit::require_*, kit::DeviceBuffer)"
+    "(no files, streams, processes, threads or clocks), the C math, string and memory functions, "
+    "and the kit's checks (kit::check_cuda, kit::require_*, kit::DeviceBuffer)"
 )
 
 
@@ -126,7 +134,9 @@ def _symbol_problem(symbol: Symbol, namespace: str) -> str | None:
 
 def allowed_use(symbol: Symbol) -> bool:
     raw, name = symbol.raw, symbol.name
-    if raw in CUDA_RUNTIME or raw in C_RUNTIME or NVCC_GENERATED.fullmatch(raw) or MATH.fullmatch(raw):
+    if raw in CUDA_RUNTIME or raw in C_RUNTIME or raw in C_LIBRARY:
+        return True
+    if NVCC_GENERATED.fullmatch(raw) or MATH.fullmatch(raw):
         return True
     if CXX_RUNTIME.fullmatch(name) or KIT_API.fullmatch(name):
         return True

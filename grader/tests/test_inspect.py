@@ -69,3 +69,12 @@ def test_each_forgery_is_refused_naming_the_file_the_symbol_and_the_rule(compile
 def test_both_code_that_runs_before_main_is_counted(compiled):
     problems = inspect_objects(ObjectTools(), "lab02", {"hostile.cu": compiled["hostile.cu"]})
     assert len([p for p in problems if "runs before main" in p]) == 2  # the object, the attribute
+
+
+def test_the_c_library_of_the_accepted_headers_is_allowed_but_not_files_or_processes():
+    from grader.inspect import Symbol, allowed_use
+
+    for name in ("malloc", "free", "strtol", "qsort", "abs"):
+        assert allowed_use(Symbol(name, name, "U")), name
+    for name in ("fopen", "getenv", "system", "fork", "clock_gettime"):
+        assert not allowed_use(Symbol(name, name, "U")), name
