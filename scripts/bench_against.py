@@ -8,7 +8,7 @@ and every sample student whose total differs. Both benches must run on the same 
 ratio to mean anything (a GPU of the same kind elsewhere differs by more than the changes do).
 
 REV may also be the earlier kit itself, as a folder or a .tar.gz of one (`git archive REV | gzip`
-made where the history is): the GPU machine gets a checkout without its git history.
+made where the history is), for a machine whose checkout has no git history.
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ struct TermDiagnosis {
 };
 TermDiagnosis explain_terms(const TermMap& map, int tile);
 
-// For check_matmul (not called yet: wiring it in, validated on a GPU, is issue 29's next step):
+// For check_matmul, which does not call it yet (its feedback must be validated on a GPU first):
 // for a wrong product, the proven cause becomes the report's first hint (in place of "the kit
 // cannot tell why"), or the example one more line of detail. Only for shapes whose codes stay
 // exact, a few times per process (each map is 2 * inner launches), and never at the
