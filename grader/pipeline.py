@@ -181,9 +181,12 @@ class Engine:
             self.progress.log(f"note: {check.cgroups.note}")
         return check.cgroups
 
+    def _harness_dir(self) -> Path:
+        return self.options.harness_dir or self.kit.root / "build" / "harness"
+
     def harness(self) -> Harness:
         if self._harness is None:
-            build_dir = self.options.harness_dir or self.kit.root / "build" / "harness"
+            build_dir = self._harness_dir()
             self._harness = prepare_harness(
                 self.kit,
                 self.options.labs,
@@ -249,7 +252,7 @@ class Engine:
             grader = [
                 (work_dir, "<work folder>"),
                 (self.cache_root, "<build cache>"),
-                (self.options.harness_dir or self.kit.root / "build" / "harness", "<kit build>"),
+                (self._harness_dir(), "<kit build>"),
                 (self.kit.root, "<kit>"),
             ]
             hide_grader_paths(score, [*own, *((str(path), shown) for path, shown in grader)])

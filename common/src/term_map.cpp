@@ -316,25 +316,6 @@ TermDiagnosis explain_terms(const TermMap& map, int tile) {
   return {unwritten, one_element(map)};  // the unwritten part proven, the rest shown
 }
 
-void add_term_diagnosis(Comparison& cmp, const MatmulProblem& problem, const MatmulLaunch& launch,
-                        int tile) {
-  // Per process, so whether a test gets a map depends on the tests before it in a shared judge
-  // process: when this is wired in, count per test case instead (a Catch2 listener).
-  static int made = 0;
-  if (cmp.ok || made >= 8 || problem.rows * problem.inner > kCode || problem.cols > kCode ||
-      problem.inner > 256) {
-    return;
-  }
-  ++made;
-  TermDiagnosis d;
-  try {
-    d = explain_terms(map_terms(launch, problem.rows, problem.inner, problem.cols), tile);
-  } catch (const std::exception&) {
-    return;  // the map is extra: the comparison stands as it was
-  }
-  apply_term_diagnosis(cmp, d);
-}
-
 void apply_term_diagnosis(Comparison& cmp, const TermDiagnosis& d) {
   // "Cannot tell why" goes only when the cause explains every wrong element (no example left).
   const bool explained = !d.cause.empty() && d.example.empty();

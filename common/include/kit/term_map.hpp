@@ -63,14 +63,11 @@ struct TermDiagnosis {
 };
 TermDiagnosis explain_terms(const TermMap& map, int tile);
 
-// For check_matmul, which does not call it yet (its feedback must be validated on a GPU first):
-// for a wrong product, the proven cause becomes the report's first hint (in place of "the kit
-// cannot tell why"), or the example one more line of detail. Only for shapes whose codes stay
-// exact, a few times per process (each map is 2 * inner launches), and never at the
-// comparison's expense: a launch that fails on the map's inputs leaves it as it was.
-void add_term_diagnosis(Comparison& cmp, const MatmulProblem& problem, const MatmulLaunch& launch,
-                        int tile);
-// Its rewriting of the report, for a diagnosis at hand.
+// What check_matmul is to do with a diagnosis once its feedback has been validated on a GPU
+// (nothing calls it yet): the proven cause becomes the report's first hint, in place of "the kit
+// cannot tell why" when it explains every wrong element, and the example one more line of
+// detail. Run the map only where its codes stay exact, and never at the comparison's expense: a
+// launch that fails on the map's inputs must leave the comparison as it was.
 void apply_term_diagnosis(Comparison& cmp, const TermDiagnosis& diagnosis);
 
 }  // namespace kit
