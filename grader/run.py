@@ -2,7 +2,8 @@
 
 One process per test because a CUDA fault is sticky for the rest of its process (docs/architecture.md).
 A split lab's [gpu][correctness] tests, whose faults happen in the worker, may share a judge process
-(run_test_group), each with a new worker; whatever that process does not settle runs alone.
+(run_test_group), a case keeping its workers only after a clean pass; whatever that process does
+not settle runs alone.
 The result comes only from the XML report Catch2 writes for the exact test requested, through
 a pipe the grader opened for that process alone (no file the student's code could find, open
 or leave behind: the object inspection refuses the calls that could reach the pipe); an exit
@@ -334,10 +335,10 @@ def run_test_group(
     """Several [gpu] test cases of a split lab in one judge process, in the listing's order: what
     a GPU test costs is mostly making CUDA contexts, which the driver makes one at a time, and a
     split lab's test makes two (the judge's and its worker's); the judge's is made once here.
-    Each case still meets a new worker (common/src/fresh_workers.cpp), so no verdict depends on
-    what the student's code kept from an earlier case. Returns the outcomes the report settles:
-    none after a timeout or a crash of the judge, and none for a case the report lacks; the
-    caller runs those alone.
+    A case meets new workers unless the case before it passed cleanly and left no device memory
+    behind (common/src/fresh_workers.cpp), so no case's trouble reaches the next. Returns the
+    outcomes the report settles: none after a timeout or a crash of the judge, and none for a
+    case the report lacks; the caller runs those alone.
 
     The process has one test's time limit, not one a test: correctness tests take seconds, so a
     group that needs more holds a hung test, and holding the GPU longer than one test may would

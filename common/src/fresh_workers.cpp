@@ -1,8 +1,14 @@
-// Each test case of a lab's tests starts with no worker: the first call of the case starts a new
-// one. The grader may run several test cases in one judge process (grader/run.py,
-// tests_per_process), and a test's verdict must not depend on what the student's code kept from
-// an earlier case (state, leaked device memory, a kernel still running). Linked into every split
-// lab's test executable (cmake/KitLab.cmake), since nothing else refers to it.
+// A test case of a lab's tests meets workers in a known state. The grader may run several test
+// cases in one judge process (grader/run.py, tests_per_process), and a case's verdict must not
+// depend on an earlier case's trouble: after a case that did not pass (a failure, a skip, a
+// worker that crashed or hung), or one that left the student's worker holding more device memory
+// than it held after its first passing case (a leak, local memory still reserved), the next case
+// starts new workers. After a clean pass they serve the next case too, which spares it the
+// worker's start (a process, its sandbox and a CUDA context: most of what a short GPU test
+// costs). What a worker keeps between cases gains it nothing: every call gets fresh inputs from
+// the judge and every output is checked on the judge's side, and nothing in a worker's memory was
+// ever trusted. Linked into every split lab's test executable (cmake/KitLab.cmake), since nothing
+// else refers to it.
 #include <catch2/reporters/catch_reporter_event_listener.hpp>
 #include <catch2/reporters/catch_reporter_registrars.hpp>
 
@@ -10,14 +16,40 @@
 
 namespace {
 
+// Device memory a student's worker may gain over a run of passing cases before the next case
+// gets a new one: below the driver's granularity for a context's growth, far below a leak's.
+constexpr long long kGrowthAllowed = 32LL << 20;
+
 class FreshWorkers : public Catch::EventListenerBase {
  public:
   using Catch::EventListenerBase::EventListenerBase;
 
   void testCaseStarting(const Catch::TestCaseInfo&) override {
+    if (keep_) return;
     kit::remote::stop_worker(kit::remote::Role::student);
     kit::remote::stop_worker(kit::remote::Role::reference);
+    baseline_pid_ = 0;
   }
+
+  void testCaseEnded(const Catch::TestCaseStats& stats) override {
+    keep_ = !stats.aborting && stats.totals.testCases.allPassed() &&
+            stats.totals.assertions.allPassed() && at_baseline();
+  }
+
+ private:
+  // True when the student's worker holds no more device memory than after the first passing case
+  // it served; false when the driver's count is not readable (no GPU, no worker, no NVML).
+  bool at_baseline() {
+    const long pid = kit::remote::worker_pid(kit::remote::Role::student);
+    const long long used = kit::remote::process_device_memory(pid);
+    if (pid <= 0 || used < 0) return false;
+    if (pid != baseline_pid_) baseline_pid_ = pid, baseline_ = used;
+    return used <= baseline_ + kGrowthAllowed;
+  }
+
+  bool keep_ = false;
+  long baseline_pid_ = 0;
+  long long baseline_ = 0;
 };
 
 }  // namespace

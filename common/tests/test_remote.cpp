@@ -198,13 +198,58 @@ TEST_CASE("fresh workers second case: none runs until a call starts a new one",
   CHECK(kit::remote::worker_pid(role) != first_case_worker);
 }
 
-TEST_CASE("each test case of a process meets a new worker", "[common][remote]") {
-  // The grader may run several cases in one judge process; common/src/fresh_workers.cpp.
+TEST_CASE("a test case meets a new worker where the driver cannot count the last one",
+          "[common][remote]") {
+  // The grader may run several cases in one judge process; common/src/fresh_workers.cpp. These
+  // two make no device call, so NVML does not list the judge: no count, no keeping.
   char self[4096];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   REQUIRE(n > 0);
   const std::string command = "'" + std::string(self, static_cast<std::size_t>(n)) +
                               "' '[fresh_workers]' --order decl > /dev/null 2>&1";
+  CHECK(std::system(command.c_str()) == 0);
+}
+
+// Four cases run together by the next one, in this order: after a clean pass a case keeps the
+// workers; after memory growth or a case that did not pass it meets new ones.
+namespace {
+long kept_worker = 0;
+}  // namespace
+
+TEST_CASE("kept workers first case: a passing case with device work", "[.kept_workers]") {
+  KIT_REQUIRE_GPU();  // the judge's context: NVML lists the judge, so its counts are real
+  CHECK_NOTHROW(call<remote_test::Hog>(role, 1, 0));
+  kept_worker = kit::remote::worker_pid(role);
+  REQUIRE(kept_worker > 0);
+  REQUIRE(kit::remote::worker_device_memory() > 0);
+}
+
+TEST_CASE("kept workers second case: the same worker then a leak", "[.kept_workers]") {
+  REQUIRE(kept_worker > 0);
+  CHECK(kit::remote::worker_pid(role) == kept_worker);
+  CHECK_NOTHROW(call<remote_test::Hog>(role, 256, 0));  // kept: 256 MiB more than after the first
+}
+
+TEST_CASE("kept workers third case: a new worker after the leak then a skip", "[.kept_workers]") {
+  CHECK(kit::remote::worker_pid(role) == 0);
+  CHECK_NOTHROW(call<remote_test::Hog>(role, 1, 0));
+  kept_worker = kit::remote::worker_pid(role);
+  SKIP("a case that did not pass");
+}
+
+TEST_CASE("kept workers fourth case: a new worker after the skip", "[.kept_workers]") {
+  CHECK(kit::remote::worker_pid(role) == 0);
+  CHECK(::kill(static_cast<pid_t>(kept_worker), 0) != 0);  // it has ended
+}
+
+TEST_CASE("a test case keeps its workers only after a clean pass with no device memory gained",
+          "[common][remote][gpu]") {
+  KIT_REQUIRE_GPU();
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  REQUIRE(n > 0);
+  const std::string command = "'" + std::string(self, static_cast<std::size_t>(n)) +
+                              "' '[kept_workers]' --order decl > /dev/null 2>&1";
   CHECK(std::system(command.c_str()) == 0);
 }
 
