@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -18,7 +17,17 @@ from .charts import Charts
 from .collect import Refusal
 from .escape import escaped
 from .run import Status
-from .score import NOT_SUBMITTED, CheckResult, LabScore, SubmissionScore, TestScore, lab_statistics
+from .score import (
+    NOT_SUBMITTED,
+    CheckResult,
+    FixFirst,
+    LabScore,
+    SubmissionScore,
+    TestScore,
+    fix_first,
+    lab_statistics,
+    same_rule,
+)
 
 SCORE_FILE = "score.json"  # the grader's own record of a finished submission, read on resume
 
@@ -94,6 +103,9 @@ def _overall_output(score: SubmissionScore) -> str:
     for lab in score.labs:
         if lab.problem:
             lines += ["", f"lab{lab.lab_id}: {lab.problem}"] + _indented(lab.build_log, "  ")
+        first = fix_first([test for test in lab.tests if shown_to_students(test)])
+        if first is not None:
+            lines += ["", f"lab{lab.lab_id}:"] + ["  " + line for line in fix_first_lines(first)]
     return "\n".join(lines)
 
 
@@ -154,6 +166,7 @@ def lab_feedback_lines(lab: LabScore, student: bool = False) -> list[str]:
     if lab.problem:
         lines.append(f"  {lab.problem}")
         lines += _indented(lab.build_log, "    ")
+    lines += ["  " + line for line in fix_first_lines(fix_first(tests))]
     width = max((len(test.name) for test in tests), default=0)
     for test in tests:
         lines.append(f"  {status_line(test, width)}")
@@ -192,13 +205,25 @@ def _test_lines(lab: LabScore, test: TestScore, show_details: bool) -> list[str]
     return lines
 
 
+def fix_first_lines(first: FixFirst | None) -> list[str]:
+    """The line a lab's feedback opens with when it lost points (score.fix_first)."""
+    if first is None:
+        return []
+    share = f"{format_points(first.points)} of the {format_points(first.lost)} points lost here"
+    if first.hint is None:
+        return [f"Fix first: the test {first.tests[0]!r} ({share}); its messages below say what went wrong."]
+    named = ", ".join(repr(name) for name in first.tests)
+    tests = "the test" if len(first.tests) == 1 else f"{len(first.tests)} tests:"
+    return [f"Fix first: {first.hint}", f"  ({share}, {tests} {named})"]
+
+
 def grouped_hints(hints: Sequence[str]) -> list[str]:
     """Each hint once, in the order first given: a hint repeated word for word, or with only its
     numbers changed (the same rule broken in several configurations), is shown once with how
     many times it came."""
     groups: dict[str, list[str]] = {}
     for hint in hints:
-        groups.setdefault(re.sub(r"\d+(?:\.\d+)?", "#", hint), []).append(hint)
+        groups.setdefault(same_rule(hint), []).append(hint)
     shown = []
     for same in groups.values():
         if len(same) == 1:
@@ -406,7 +431,7 @@ def check_lines(result: CheckResult) -> list[str]:
             result.build_log,
             f"Score: 0/{format_points(result.max_points)}",
         ]
-    lines: list[str] = []
+    lines: list[str] = fix_first_lines(fix_first(result.tests))
     width = max((len(test.name) for test in result.tests), default=0)
     for test in result.tests:
         rubric = lab.test(test.name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ class TestScore:
     reasons: list[str] = field(default_factory=list)  # why points were lost (or why it was not run)
     visibility: str = "visible"
     hints: list[str] = field(default_factory=list)  # the failure's hint lines, then the rubric's hint
+    failure_hints: int = 0  # how many of `hints` are the failure's (the kit's diagnosis), first
     details: list[str] = field(default_factory=list)  # the failure messages Catch2 reported
     metrics: dict[str, float] = field(default_factory=dict)
     duration: float = 0.0  # seconds its process ran (the grader's benchmark sums them)
@@ -165,7 +167,55 @@ def score_test(test: RubricTest, outcome: Outcome) -> TestScore:
         score.reasons.append(_status_reason(outcome))
     if score.points < score.max_points and outcome.status is not Status.SKIPPED:
         score.hints = list(outcome.hints) + ([test.hint] if test.hint else [])
+        score.failure_hints = len(outcome.hints)
     return score
+
+
+@dataclass(frozen=True)
+class FixFirst:
+    """What a lab's feedback opens with when it lost points: the diagnosis that explains most of
+    them (the first hint of the failed tests that share it), else the test that lost the most."""
+
+    hint: str | None  # the kit's diagnosis, None when no failed test had one
+    tests: tuple[str, ...]  # the tests it explains
+    points: float  # the points those tests lost
+    lost: float  # the points the lab's tests (those considered) lost in all
+
+
+def fix_first(tests: list[TestScore]) -> FixFirst | None:
+    """Among `tests` (a student's: the tests shown to them), the cause to fix first: each test
+    that lost points counts under its first failure hint (numbers aside: the same rule broken at
+    another size is the same cause), and the hint whose tests lost the most points wins, the
+    earliest in the rubric's order on a tie. A test without a hint of its own (a crash, a speed
+    test's partial credit) counts alone. None when nothing was lost or nothing ran."""
+    losing = [
+        test
+        for test in tests
+        if test.points < test.max_points and test.status not in (Status.SKIPPED, Status.NOT_BUILT)
+    ]
+    if not losing:
+        return None
+    groups: dict[str, list[TestScore]] = {}
+    for test in losing:
+        key = same_rule(test.hints[0]) if test.failure_hints > 0 else f"\0{test.name}"
+        groups.setdefault(key, []).append(test)
+
+    def lost(group: list[TestScore]) -> float:
+        return round(sum(test.max_points - test.points for test in group), 2)
+
+    best = max(groups.values(), key=lost)  # max keeps the first of equals: the rubric's order
+    first = best[0]
+    return FixFirst(
+        hint=first.hints[0] if first.failure_hints > 0 else None,
+        tests=tuple(test.name for test in best),
+        points=lost(best),
+        lost=lost(losing),
+    )
+
+
+def same_rule(hint: str) -> str:
+    """A hint with its numbers blanked: the same diagnosis at another size or configuration."""
+    return re.sub(r"\d+(?:\.\d+)?", "#", hint)
 
 
 def _apply_partial(score: TestScore, test: RubricTest) -> None:

@@ -283,3 +283,27 @@ def test_a_gpu_test_skipped_for_a_missing_tool_is_not_called_a_missing_gpu():
     notice = gpu_skip_notice([score])
     assert notice is not None and "no usable GPU" not in notice
     assert "the first because: compute-sanitizer was found neither" in notice
+
+
+def test_a_lab_that_lost_points_opens_with_what_to_fix_first():
+    score = sample_score()
+    odd = score.labs[0].tests[1]
+    odd.failure_hints = 1  # "the last partial block is missing"; "README section 4." is the rubric's
+    hidden = score.labs[0].tests[3]
+    hidden.max_points, hidden.hints, hidden.failure_hints = 40, ["secret cause at width 1025"], 1
+    text = feedback_text(score)
+    lines = text.splitlines()
+    opening = lines.index("Lab 02: Demo matmul  (15/30 on the tests shown)")
+    assert lines[opening + 1] == "  Fix first: the last partial block is missing"
+    assert (
+        lines[opening + 2] == "    (10 of the 15 points lost here, the test 'result matches for odd widths')"
+    )
+    # A hidden test's loss and diagnosis stay hidden: the student's line weighs only what they see.
+    assert "secret cause" not in text
+    staff = "\n".join(lab_feedback_lines(score.labs[0]))
+    assert "Fix first: secret cause at width 1025" in staff
+    # Gradescope's overall output says it too, from the tests shown alone.
+    overall = results_json(score)["output"]
+    assert "Fix first: the last partial block is missing" in overall and "secret" not in overall
+    # A lab that lost nothing, or never built, opens with no such line.
+    assert "Fix first" not in "\n".join(lab_feedback_lines(score.labs[1], student=True))

@@ -5,7 +5,8 @@ import pytest
 from grader.build import BuildResult
 from grader.rubric import PartialCredit, RubricTest
 from grader.run import Outcome, Status
-from grader.score import partial_points, score_lab, score_test
+from grader.score import FixFirst, fix_first, partial_points, score_lab, score_test
+from grader.score import TestScore as Scored  # not named Test*, which pytest would collect
 
 SPEED = RubricTest("kernel speed", 10, partial=PartialCredit("time_ratio", full_at=1.25, zero_at=3.0))
 PLAIN = RubricTest("result matches", 15, hint="README section 3.")
@@ -65,6 +66,7 @@ def test_a_failure_gives_the_failures_hints_first_then_the_rubric_hint():
     score = score_test(PLAIN, outcome)
     assert score.points == 0 and score.reasons == ["failed"]
     assert score.hints == ["looks transposed", "README section 3."]
+    assert score.failure_hints == 1  # the diagnosis; the rubric's hint is not one
     assert score.details == ["mismatch\nhint: looks transposed"]
 
 
@@ -114,3 +116,49 @@ def test_a_lab_adds_up_its_tests(fake_kit):
     lab_score = score_lab(lab, BuildResult("02", True, "", None), outcomes)
     assert lab_score.points == 10 + 10 + 5 + 5 + 0
     assert lab_score.tests[4].visibility == "hidden"
+
+
+def lost(name, lost_points, hints=(), failure_hints=None, status=Status.FAILED, max_points=10):
+    return Scored(
+        name,
+        max_points - lost_points,
+        max_points,
+        status,
+        hints=list(hints),
+        failure_hints=len(hints) if failure_hints is None else failure_hints,
+    )
+
+
+def test_fix_first_is_the_hint_whose_tests_lost_the_most_points():
+    tests = [
+        lost("speed", 3),  # partial credit: no hint of its own, counts alone
+        lost("small widths", 10, ["each element misses its last term at width 17", "README 3."], 1),
+        lost("other shape", 15, ["a load read past the edge of M"]),
+        lost("large widths", 10, ["each element misses its last term at width 1025"]),
+        Scored("passes", 10, 10, Status.PASSED),
+    ]
+    first = fix_first(tests)
+    # The same rule at another size is one cause: 20 points against 15.
+    assert first == FixFirst(
+        hint="each element misses its last term at width 17",
+        tests=("small widths", "large widths"),
+        points=20,
+        lost=38,
+    )
+
+
+def test_fix_first_without_hints_names_the_test_that_lost_the_most():
+    # A rubric hint is not the failure's diagnosis: it does not make a cause.
+    tests = [lost("crashes", 5, ["README 3."], 0), lost("times out", 12, status=Status.TIMED_OUT)]
+    assert fix_first(tests) == FixFirst(hint=None, tests=("times out",), points=12, lost=17)
+
+
+def test_fix_first_keeps_the_rubric_order_on_a_tie_and_ignores_what_did_not_run():
+    tests = [
+        lost("skipped", 10, ["no GPU"], status=Status.SKIPPED),
+        lost("first", 5, ["cause a"]),
+        lost("second", 5, ["cause b"]),
+    ]
+    assert fix_first(tests).tests == ("first",)
+    assert fix_first(tests[:1]) is None
+    assert fix_first([Scored("passes", 10, 10, Status.PASSED)]) is None
