@@ -168,11 +168,11 @@ std::string describe_wrong(const std::vector<float>& got, const MatmulReference&
     return std::count(v.begin(), v.end(), true);
   };
   std::ostringstream h;
-  h << "the kit cannot tell why from the values: " << t.wrong << " element(s) are wrong, in "
-    << count(bad_row) << " of " << rows << " rows and " << count(bad_col) << " of " << cols
-    << " columns, off by " << sum / static_cast<double>(t.wrong) << " on average and at most "
-    << worst << " (P[" << worst_at / cols << "][" << worst_at % cols << "]: got " << got[worst_at]
-    << ", expected " << ref.value[worst_at]
+  h << kCannotTellWhy << ": " << t.wrong << " element(s) are wrong, in " << count(bad_row) << " of "
+    << rows << " rows and " << count(bad_col) << " of " << cols << " columns, off by "
+    << sum / static_cast<double>(t.wrong) << " on average and at most " << worst << " (P["
+    << worst_at / cols << "][" << worst_at % cols << "]: got " << got[worst_at] << ", expected "
+    << ref.value[worst_at]
     << "). Check how row, col and k index M, N and P against the write-up, on a small width you "
        "can work by hand.";
   return h.str();

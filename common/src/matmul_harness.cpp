@@ -1,5 +1,6 @@
 #include "kit/matmul_harness.hpp"
 
+#include <catch2/interfaces/catch_interfaces_capture.hpp>
 #include <cstdint>
 #include <random>
 #include <stdexcept>
@@ -10,6 +11,7 @@
 #include "kit/gpu.hpp"
 #include "kit/gpu_gate.hpp"
 #include "kit/poison.hpp"
+#include "kit/term_map.hpp"
 #include "kit/timed_matmul.hpp"
 
 namespace kit {
@@ -45,9 +47,46 @@ std::vector<float> run_matmul(const MatmulProblem& problem, const MatmulLaunch& 
   return P;
 }
 
+namespace {
+
+// Term maps one test case may make: each is 2 * inner launches, and a case that fails at every
+// size needs its cause told once or twice, not at each size.
+constexpr int kTermMapsPerTestCase = 2;
+
+// Whether this test case may still make a term map (and counts the one it is about to make);
+// false outside a Catch2 test case (a program that only measures).
+bool take_term_map() {
+  static std::string test_case;
+  static int made = 0;
+  std::string current;
+  try {
+    current = Catch::getResultCapture().getCurrentTestName();
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (current != test_case) test_case = current, made = 0;
+  return made++ < kTermMapsPerTestCase;
+}
+
+}  // namespace
+
 Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch, int tile,
                         const MistakeCatalogue& lab_mistakes) {
-  return compare_with_diagnoses(run_matmul(problem, launch), problem, tile, lab_mistakes);
+  Comparison cmp = compare_with_diagnoses(run_matmul(problem, launch), problem, tile, lab_mistakes);
+  // Only where the values proved no cause: a map never argues with a proven one, and a second
+  // cause for one failure is worse than none (kit/term_map.hpp).
+  if (cmp.ok || cmp.report.find(kCannotTellWhy) == std::string::npos ||
+      !term_map_fits(problem.rows, problem.inner, problem.cols) || !take_term_map()) {
+    return cmp;
+  }
+  try {
+    apply_term_diagnosis(
+        cmp, explain_terms(map_terms(launch, problem.rows, problem.inner, problem.cols), tile));
+  } catch (const std::exception&) {
+    // The launch failed on the map's inputs (a fault, a worker that died): the comparison stands
+    // as it was, and the failure it reports is the one the test judges.
+  }
+  return cmp;
 }
 
 Comparison compare_with_diagnoses(const std::vector<float>& P, const MatmulProblem& problem,

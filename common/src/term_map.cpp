@@ -16,8 +16,7 @@ namespace {
 constexpr int kCode = 1 << 13;
 
 void require_small(int rows, int inner, int cols) {
-  if (rows < 1 || inner < 1 || cols < 1 || inner > 256 || cols > kCode ||
-      static_cast<long long>(rows) * inner > kCode) {
+  if (!term_map_fits(rows, inner, cols)) {
     throw std::invalid_argument(
         "a term map needs 1 <= rows * inner <= 8192, cols <= 8192 and inner <= 256");
   }
@@ -219,6 +218,11 @@ TermMap decode_terms(const std::vector<std::vector<float>>& which_m,
   return map;
 }
 
+bool term_map_fits(int rows, int inner, int cols) {
+  return rows >= 1 && inner >= 1 && cols >= 1 && inner <= 256 && cols <= kCode &&
+         static_cast<long long>(rows) * inner <= kCode;
+}
+
 TermMap map_terms(const MatmulLaunch& launch, int rows, int inner, int cols) {
   require_small(rows, inner, cols);
   MatmulProblem coded;  // run_matmul's inputs; no reference is needed to decode
@@ -322,7 +326,7 @@ void apply_term_diagnosis(Comparison& cmp, const TermDiagnosis& d) {
   std::vector<std::string> lines;
   std::istringstream in(cmp.report);
   for (std::string line; std::getline(in, line);) {
-    if (explained && line.rfind("hint: the kit cannot tell why", 0) == 0) continue;
+    if (explained && line.rfind(std::string("hint: ") + kCannotTellWhy, 0) == 0) continue;
     lines.push_back(line);
   }
   auto first_hint = lines.begin();

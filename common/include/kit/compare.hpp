@@ -27,6 +27,10 @@ struct Comparison {
   std::string report;  // empty when ok; lines of detail, then lines starting with "hint:"
 };
 
+// How the hint begins that says what was observed when no known mistake reproduces the values
+// (a term map, kit/term_map.hpp, may then prove the cause in its place).
+inline constexpr const char* kCannotTellWhy = "the kit cannot tell why from the values";
+
 // `tile` > 0 enables tile-shaped diagnoses (only the first tile right, last partial tile).
 Comparison compare_matrix(const std::vector<float>& got, const MatmulReference& ref,
                           Tolerance tol = {}, int tile = 0,

@@ -39,7 +39,9 @@ using MistakeCatalogue = std::function<std::vector<Alternative>(const MatmulProb
 // Runs the launch on poisoned output and compares with the reference (tile-shaped diagnoses
 // when tile > 0). Only when the result is wrong, since each costs host work, does it try the
 // lab's own mistakes, the loop-bound mistakes (matmul_term_mistakes), then for square problems
-// the usual index mistakes, to explain why.
+// the usual index mistakes, to explain why. When none reproduces the values and the shape is
+// small enough, it runs the launch again on inputs that say where each term came from
+// (kit/term_map.hpp, at most twice a test case) and reports the cause that map proves.
 Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch, int tile = 0,
                         const MistakeCatalogue& lab_mistakes = {});
 

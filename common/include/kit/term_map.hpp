@@ -50,6 +50,10 @@ std::vector<float> which_n_N(int inner, int cols, int c);
 TermMap decode_terms(const std::vector<std::vector<float>>& which_m,
                      const std::vector<std::vector<float>>& which_n, int rows, int inner, int cols);
 
+// Whether a product of this shape can be mapped with every code exact (1 <= rows * inner <= 8192,
+// cols <= 8192, inner <= 256); map_terms and decode_terms refuse the others.
+bool term_map_fits(int rows, int inner, int cols);
+
 // Runs `launch` on both families' inputs (2 * inner launches, P poisoned before each) and
 // decodes what came back.
 TermMap map_terms(const MatmulLaunch& launch, int rows, int inner, int cols);
@@ -63,11 +67,9 @@ struct TermDiagnosis {
 };
 TermDiagnosis explain_terms(const TermMap& map, int tile);
 
-// What check_matmul is to do with a diagnosis once its feedback has been validated on a GPU
-// (nothing calls it yet): the proven cause becomes the report's first hint, in place of "the kit
-// cannot tell why" when it explains every wrong element, and the example one more line of
-// detail. Run the map only where its codes stay exact, and never at the comparison's expense: a
-// launch that fails on the map's inputs must leave the comparison as it was.
+// Puts a diagnosis into a comparison's report (check_matmul does, where the values proved no
+// cause): the proven cause becomes the report's first hint, in place of "the kit cannot tell
+// why" when it explains every wrong element, and the example one more line of detail.
 void apply_term_diagnosis(Comparison& cmp, const TermDiagnosis& diagnosis);
 
 }  // namespace kit

@@ -1,0 +1,93 @@
+// kit::check_matmul with its term map, on the device: a tiled kernel with one of the chapter's
+// mistakes, whose failure the values alone cannot explain, gets the cause the map proves.
+#include <cuda_runtime.h>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <string>
+
+#include "kit/cuda_check.hpp"
+#include "kit/matmul_harness.hpp"
+#include "kit/testing.hpp"
+
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+enum class Mistake { none, phases_rounded_down, m_without_phase_offset };
+
+// The book's tiled kernel for rectangular matrices, TILE_WIDTH = blockDim.x, with `mistake`.
+__global__ void tiled(const float* M, const float* N, float* P, int rows, int inner, int cols,
+                      Mistake mistake) {
+  extern __shared__ float tiles[];
+  const int tile = blockDim.x;
+  float* Mds = tiles;
+  float* Nds = tiles + tile * tile;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int row = blockIdx.y * tile + ty, col = blockIdx.x * tile + tx;
+  const int phases =
+      mistake == Mistake::phases_rounded_down ? inner / tile : (inner + tile - 1) / tile;
+  float Pvalue = 0.0f;
+  for (int ph = 0; ph < phases; ++ph) {
+    const int m_col = (mistake == Mistake::m_without_phase_offset ? 0 : ph * tile) + tx;
+    const int n_row = ph * tile + ty;
+    Mds[ty * tile + tx] = row < rows && m_col < inner ? M[row * inner + m_col] : 0.0f;
+    Nds[ty * tile + tx] = n_row < inner && col < cols ? N[n_row * cols + col] : 0.0f;
+    __syncthreads();
+    for (int k = 0; k < tile; ++k) Pvalue += Mds[ty * tile + k] * Nds[k * tile + tx];
+    __syncthreads();
+  }
+  if (row < rows && col < cols) P[row * cols + col] = Pvalue;
+}
+
+kit::MatmulLaunch launch(int rows, int inner, int cols, int tile, Mistake mistake) {
+  return [=](const float* d_M, const float* d_N, float* d_P) {
+    const dim3 block(tile, tile), grid((cols + tile - 1) / tile, (rows + tile - 1) / tile);
+    tiled<<<grid, block, 2 * tile * tile * sizeof(float)>>>(d_M, d_N, d_P, rows, inner, cols,
+                                                            mistake);
+    KIT_CUDA_CHECK(cudaGetLastError());
+  };
+}
+
+std::string first_hint(const std::string& report) {
+  const auto at = report.find("hint: ");
+  return at == std::string::npos ? "" : report.substr(at, report.find('\n', at) - at);
+}
+
+}  // namespace
+
+TEST_CASE("a phase loop that rounds down is told so by the term map and not by cannot tell why",
+          "[common][term_map][gpu]") {
+  KIT_REQUIRE_GPU();
+  const kit::MatmulProblem p = kit::make_matmul_problem(20, 20, 12, 41);  // phases 0-7 8-15 16-19
+  const kit::Comparison cmp =
+      kit::check_matmul(p, launch(20, 20, 12, 8, Mistake::phases_rounded_down), 8);
+  CAPTURE(cmp.report);
+  CHECK_FALSE(cmp.ok);
+  CHECK_THAT(first_hint(cmp.report), ContainsSubstring("inner index 16 to 19") &&
+                                         ContainsSubstring("the phase loop stops one phase short"));
+  CHECK_THAT(cmp.report, !ContainsSubstring(kit::kCannotTellWhy));
+}
+
+TEST_CASE("a load of M without its phase offset is told so by the term map",
+          "[common][term_map][gpu]") {
+  KIT_REQUIRE_GPU();
+  const kit::MatmulProblem p = kit::make_matmul_problem(12, 24, 20, 42);
+  const kit::Comparison cmp =
+      kit::check_matmul(p, launch(12, 24, 20, 8, Mistake::m_without_phase_offset), 8);
+  CAPTURE(cmp.report);
+  CHECK_THAT(first_hint(cmp.report), ContainsSubstring("M's column index lacks the phase offset"));
+  // A third failing check in one test case gets no map: the values' own account stands.
+  kit::check_matmul(p, launch(12, 24, 20, 8, Mistake::m_without_phase_offset), 8);
+  const kit::Comparison third =
+      kit::check_matmul(p, launch(12, 24, 20, 8, Mistake::m_without_phase_offset), 8);
+  CHECK_THAT(first_hint(third.report), ContainsSubstring(kit::kCannotTellWhy));
+}
+
+TEST_CASE("a correct tiled kernel passes with no term map", "[common][term_map][gpu]") {
+  KIT_REQUIRE_GPU();
+  const kit::MatmulProblem p = kit::make_matmul_problem(20, 20, 12, 43);
+  const kit::Comparison cmp = kit::check_matmul(p, launch(20, 20, 12, 8, Mistake::none), 8);
+  CAPTURE(cmp.report);
+  CHECK(cmp.ok);
+}
