@@ -154,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[kit_option],
         help="grade the reference and the mutants",
         description="The reference must earn full marks; every mutant must lose "
-        "at least its expect_loss and show its expect_hint (solutions/NN_slug/mutants.toml). "
+        "at least its expect_loss and show its expect_hint first, in its lab's Fix first line "
+        "(solutions/NN_slug/mutants.toml). "
         "Prints one table; exits non-zero if a row FAILs.",
     )
     validate.add_argument("--labs", metavar="LIST", help="comma-separated labs, e.g. 02,03 (default: all)")

@@ -186,8 +186,9 @@ def fix_first(tests: list[TestScore]) -> FixFirst | None:
     """Among `tests` (a student's: the tests shown to them), the cause to fix first: each test
     that lost points counts under its first failure hint (numbers aside: the same rule broken at
     another size is the same cause), and the hint whose tests lost the most points wins, the
-    earliest in the rubric's order on a tie. A test without a hint of its own (a crash, a speed
-    test's partial credit) counts alone. None when nothing was lost or nothing ran."""
+    earliest in the rubric's order on a tie. A diagnosis beats a bare test: only when no test
+    that lost points has a hint of its own (a crash, a speed test's partial credit) is it the
+    test that lost the most. None when nothing was lost or nothing ran."""
     losing = [
         test
         for test in tests
@@ -203,7 +204,8 @@ def fix_first(tests: list[TestScore]) -> FixFirst | None:
     def lost(group: list[TestScore]) -> float:
         return round(sum(test.max_points - test.points for test in group), 2)
 
-    best = max(groups.values(), key=lost)  # max keeps the first of equals: the rubric's order
+    hinted = [group for group in groups.values() if group[0].failure_hints > 0]
+    best = max(hinted or list(groups.values()), key=lost)  # the first of equals: the rubric's order
     first = best[0]
     return FixFirst(
         hint=first.hints[0] if first.failure_hints > 0 else None,

@@ -1,5 +1,6 @@
 """`validate`: the reference and every correct variant must earn full marks; every mutant must
-lose its points and get its hint; each lab's bare skeleton must fail every test but those its
+lose its points and get its hint first (the lab's "Fix first" line, score.fix_first); each lab's
+bare skeleton must fail every test but those its
 [skeleton] table lets it pass (any other it passes is a vacuous test).
 
 Without a usable GPU the GPU tests are skipped, so only what could run is judged: a row that
@@ -19,7 +20,7 @@ from .progress import PlainProgress, Progress
 from .report import format_points, lab_feedback_lines, text_table
 from .rubric import Kit, Lab
 from .run import Status
-from .score import LabScore, SubmissionScore
+from .score import LabScore, SubmissionScore, fix_first
 
 OK = "ok"
 FAIL = "FAIL"
@@ -31,7 +32,7 @@ class Verdict:
     lab_id: str
     expected_loss: str  # "none", "all (60)" or "40"
     actual_loss: float
-    hint_shown: str  # "yes", "no" or "-" when no hint is expected
+    hint_shown: str  # "first", "later" (shown, not first), "no", or "-" when none is expected
     verdict: str  # ok, FAIL, or "not run (...)"
     note: str = ""
     student_id: str = ""  # the sample student graded, to find its score
@@ -86,8 +87,8 @@ def judge_mutant(mutant: Mutant, lab: LabScore, feedback: str, refused: Sequence
     loss = round(
         sum(test.max_points - test.points for test in lab.tests if test.status is not Status.SKIPPED), 2
     )
-    hint_ok = mutant.expect_hint is None or mutant.expect_hint.lower() in feedback.lower()
-    hint_shown = "-" if mutant.expect_hint is None else ("yes" if hint_ok else "no")
+    hint_shown = "-" if mutant.expect_hint is None else where_shown(mutant.expect_hint, lab, feedback)
+    hint_ok = hint_shown in ("-", "first")
     row = partial(
         Verdict,
         student=mutant.name,
@@ -107,9 +108,36 @@ def judge_mutant(mutant: Mutant, lab: LabScore, feedback: str, refused: Sequence
     problems = []
     if loss < expected - 1e-9:
         problems.append(f"loses {format_points(loss)}, expected at least {format_points(expected)}")
-    if not hint_ok:
+    if hint_shown == "later":
+        problems.append(f"{mutant.expect_hint!r} is not the first hint (Fix first: {first_read(lab)!r})")
+    elif not hint_ok:
         problems.append(f"feedback lacks {mutant.expect_hint!r}")
     return row(verdict=FAIL, note="; ".join(problems))
+
+
+def first_read(lab: LabScore) -> str:
+    """What a lab's feedback tells first about why it lost points: its problem when it did not
+    build or run, else its Fix first line's hint, or the reasons of the test that line names
+    when no test had a hint of its own (a speed test's partial credit, a crash)."""
+    if lab.problem:
+        return lab.problem
+    first = fix_first(lab.tests)
+    if first is None:
+        return ""
+    if first.hint is not None:
+        return first.hint
+    named = next(test for test in lab.tests if test.name == first.tests[0])
+    return " ".join(named.reasons)
+
+
+def where_shown(expected: str, lab: LabScore, feedback: str) -> str:
+    """ "first" when `expected` is in what the lab's feedback tells first (for a lab that did not
+    build, its whole problem and compiler output), "later" when only elsewhere in it, else "no"."""
+    wanted = expected.lower()
+    first = feedback if lab.problem else first_read(lab)
+    if wanted in first.lower():
+        return "first"
+    return "later" if wanted in feedback.lower() else "no"
 
 
 def judge_skeleton(skeleton: Skeleton, lab: LabScore, refused: Sequence[str] = ()) -> Verdict:

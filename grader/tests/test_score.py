@@ -147,6 +147,13 @@ def test_fix_first_is_the_hint_whose_tests_lost_the_most_points():
     )
 
 
+def test_fix_first_prefers_a_diagnosis_to_a_bare_test_that_lost_more():
+    tests = [lost("speed", 10), lost("loads", 4, ["the tiles are loaded but M is read from global memory"])]
+    assert fix_first(tests) == FixFirst(
+        hint="the tiles are loaded but M is read from global memory", tests=("loads",), points=4, lost=14
+    )
+
+
 def test_fix_first_without_hints_names_the_test_that_lost_the_most():
     # A rubric hint is not the failure's diagnosis: it does not make a cause.
     tests = [lost("crashes", 5, ["README 3."], 0), lost("times out", 12, status=Status.TIMED_OUT)]

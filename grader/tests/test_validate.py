@@ -17,8 +17,10 @@ def passed(name, points=10):
     return Scored(name, points, points, Status.PASSED)
 
 
-def failed(name, points=10):
-    return Scored(name, 0, points, Status.FAILED, reasons=["failed"])
+def failed(name, points=10, hints=()):
+    return Scored(
+        name, 0, points, Status.FAILED, reasons=["failed"], hints=list(hints), failure_hints=len(hints)
+    )
 
 
 def skipped(name, points=10, needs_gpu=True):
@@ -50,18 +52,36 @@ def test_reference_refused_by_the_screen_fails():
     assert verdict.verdict == FAIL and "screen" in verdict.note
 
 
-def test_mutant_losing_enough_with_its_hint_is_ok(fake_kit):
+def test_mutant_losing_enough_with_its_hint_first_is_ok(fake_kit):
     verdict = judge_mutant(
         mutant(fake_kit),
-        lab_score(failed("a"), failed("b"), passed("c")),
+        lab_score(failed("a", hints=["the result looks TRANSPOSED"]), failed("b"), passed("c")),
         "FAIL a\n hint: the result looks TRANSPOSED",
     )
     assert (verdict.verdict, verdict.actual_loss, verdict.hint_shown, verdict.expected_loss) == (
         OK,
         20,
-        "yes",
+        "first",
         "20",
     )
+
+
+def test_mutant_whose_hint_is_not_the_first_one_fails(fake_kit):
+    # The lab's Fix first line names another cause, which lost more points: the student reads
+    # that first, so the mutant's own diagnosis is not what the kit leads with.
+    lab = lab_score(
+        failed("a", 5, hints=["the result looks transposed"]), failed("b", 15, hints=["rows missing"])
+    )
+    verdict = judge_mutant(mutant(fake_kit), lab, "hint: rows missing\nhint: the result looks transposed")
+    assert (verdict.verdict, verdict.hint_shown) == (FAIL, "later")
+    assert "'transposed' is not the first hint (Fix first: 'rows missing')" in verdict.note
+
+
+def test_a_speed_mutant_is_told_first_by_its_speed_tests_reason(fake_kit):
+    # No test has a hint of its own: Fix first names the test, and its reason is read first.
+    slow = Scored("speed", 4, 10, Status.PASSED, reasons=["time_ratio = 2.4: full points at 1.25"])
+    verdict = judge_mutant(mutant(fake_kit, loss=6, hint="time_ratio"), lab_score(slow), "")
+    assert (verdict.verdict, verdict.hint_shown) == (OK, "first")
 
 
 def test_mutant_losing_too_little_fails(fake_kit):
