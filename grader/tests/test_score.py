@@ -166,6 +166,7 @@ def test_fix_first_keeps_the_rubric_order_on_a_tie_and_ignores_what_did_not_run(
         lost("first", 5, ["cause a"]),
         lost("second", 5, ["cause b"]),
     ]
-    assert fix_first(tests).tests == ("first",)
+    first = fix_first(tests)
+    assert first is not None and first.tests == ("first",)
     assert fix_first(tests[:1]) is None
     assert fix_first([Scored("passes", 10, 10, Status.PASSED)]) is None
