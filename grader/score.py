@@ -171,6 +171,16 @@ def score_test(test: RubricTest, outcome: Outcome) -> TestScore:
     return score
 
 
+# What the kit's hints say when they report only what was observed, no cause (the C++ side's
+# kCannotTellWhy, common/include/kit/compare.hpp, and the NaN and all-zero reports beside it in
+# common/src/compare.cpp): such a hint is never a cause to fix first.
+OBSERVATION_MARK = "the kit cannot tell"
+
+
+def names_a_cause(hint: str) -> bool:
+    return OBSERVATION_MARK not in hint
+
+
 @dataclass(frozen=True)
 class FixFirst:
     """What a lab's feedback opens with when it lost points: the diagnosis that explains most of
@@ -184,11 +194,12 @@ class FixFirst:
 
 def fix_first(tests: list[TestScore]) -> FixFirst | None:
     """Among `tests` (a student's: the tests shown to them), the cause to fix first: each test
-    that lost points counts under its first failure hint (numbers aside: the same rule broken at
-    another size is the same cause), and the hint whose tests lost the most points wins, the
-    earliest in the rubric's order on a tie. A diagnosis beats a bare test: only when no test
-    that lost points has a hint of its own (a crash, a speed test's partial credit) is it the
-    test that lost the most. None when nothing was lost or nothing ran."""
+    that lost points counts under its first failure hint that names a cause (numbers aside: the
+    same rule broken at another size is the same cause), and the cause whose tests lost the most
+    points wins, the earliest in the rubric's order on a tie. A cause beats a bare test: only
+    when no test that lost points has one (a crash, a speed test's partial credit, a hint that
+    says only what was observed) is it the test that lost the most. None when nothing was lost
+    or nothing ran."""
     losing = [
         test
         for test in tests
@@ -196,23 +207,19 @@ def fix_first(tests: list[TestScore]) -> FixFirst | None:
     ]
     if not losing:
         return None
-    groups: dict[str, list[TestScore]] = {}
+    groups: dict[str, tuple[str | None, list[TestScore]]] = {}
     for test in losing:
-        key = same_rule(test.hints[0]) if test.failure_hints > 0 else f"\0{test.name}"
-        groups.setdefault(key, []).append(test)
+        cause = next((hint for hint in test.hints[: test.failure_hints] if names_a_cause(hint)), None)
+        key = same_rule(cause) if cause is not None else f"\0{test.name}"
+        groups.setdefault(key, (cause, []))[1].append(test)
 
     def lost(group: list[TestScore]) -> float:
         return round(sum(test.max_points - test.points for test in group), 2)
 
-    hinted = [group for group in groups.values() if group[0].failure_hints > 0]
-    best = max(hinted or list(groups.values()), key=lost)  # the first of equals: the rubric's order
-    first = best[0]
-    return FixFirst(
-        hint=first.hints[0] if first.failure_hints > 0 else None,
-        tests=tuple(test.name for test in best),
-        points=lost(best),
-        lost=lost(losing),
-    )
+    caused = [group for group in groups.values() if group[0] is not None]
+    # max keeps the first of equals: the rubric's order
+    cause, best = max(caused or list(groups.values()), key=lambda group: lost(group[1]))
+    return FixFirst(hint=cause, tests=tuple(test.name for test in best), points=lost(best), lost=lost(losing))
 
 
 def same_rule(hint: str) -> str:

@@ -1,11 +1,13 @@
 """score.py: points, partial credit, and a reason for every point lost."""
 
+from pathlib import Path
+
 import pytest
 
 from grader.build import BuildResult
 from grader.rubric import PartialCredit, RubricTest
 from grader.run import Outcome, Status
-from grader.score import FixFirst, fix_first, partial_points, score_lab, score_test
+from grader.score import OBSERVATION_MARK, FixFirst, fix_first, partial_points, score_lab, score_test
 from grader.score import TestScore as Scored  # not named Test*, which pytest would collect
 
 SPEED = RubricTest("kernel speed", 10, partial=PartialCredit("time_ratio", full_at=1.25, zero_at=3.0))
@@ -152,6 +154,28 @@ def test_fix_first_prefers_a_diagnosis_to_a_bare_test_that_lost_more():
     assert fix_first(tests) == FixFirst(
         hint="the tiles are loaded but M is read from global memory", tests=("loads",), points=4, lost=14
     )
+
+
+def test_fix_first_never_leads_with_what_was_only_observed():
+    observed = "the kit cannot tell why from the values: 1024 element(s) are wrong"
+    tests = [
+        lost("large widths", 15, [observed]),
+        lost("hidden widths", 15, [observed.replace("1024", "4096")]),
+        lost(
+            "small widths",
+            10,
+            [observed, "on inputs that say where each term came from, N is read transposed"],
+        ),
+    ]
+    first = fix_first(tests)
+    assert first is not None and first.hint is not None and first.hint.endswith("N is read transposed")
+    assert first.tests == ("small widths",) and first.points == 10
+    assert fix_first(tests[:2]) == FixFirst(hint=None, tests=("large widths",), points=15, lost=30)
+
+
+def test_the_kit_says_cannot_tell_in_the_words_the_grader_looks_for():
+    header = Path(__file__).resolve().parents[2] / "common/include/kit/compare.hpp"
+    assert f'kCannotTellWhy = "{OBSERVATION_MARK} why from the values"' in header.read_text(encoding="utf-8")
 
 
 def test_fix_first_without_hints_names_the_test_that_lost_the_most():
