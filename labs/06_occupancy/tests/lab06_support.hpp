@@ -256,6 +256,11 @@ inline std::string diagnose(const DeviceLimits& d, const KernelUsage& k, const O
             << "per block: each warp's " << raw_warp << " registers round up to " << unit_warp
             << ", and a block of " << warps << " warps gets " << want.registers_per_block
             << " (README 4.2).\n";
+    } else if (per_warp && d.warp_size > 1 &&
+               got.registers_per_block == round_up(regs, d.register_allocation_unit) * warps) {
+      hints << "hint: a warp's registers are every thread's: " << regs << " registers x "
+            << d.warp_size << " threads = " << raw_warp << ", rounded up to " << unit_warp
+            << "; yours counted one thread's " << regs << " for the whole warp (README 4.2).\n";
     } else if (per_warp) {
       hints << "hint: registers_per_block is each warp's " << regs << " x " << d.warp_size
             << " registers rounded up to a multiple of " << d.register_allocation_unit << " ("
@@ -394,6 +399,57 @@ inline std::string diagnose(const DeviceLimits& d, const KernelUsage& k, const O
              "gives each rule, in the order the calculator applies them.\n";
   }
   return "for " + describe(d, k) + ":\n" + table.str() + hints.str();
+}
+
+// The block size a search over multiples of the warp size finds by the student's own
+// occupancy(): from warp_size up to `largest`, the most active warps, on a tie the larger
+// (`larger_on_tie`) or the smaller. 0 when no size keeps a warp resident.
+inline int searched_block_size(const DeviceLimits& d, int registers, int shared, int largest,
+                               bool larger_on_tie) {
+  int best_threads = 0, best_warps = 0;
+  for (int threads = d.warp_size; threads <= largest; threads += d.warp_size) {
+    const int warps = lab06::occupancy(d, {threads, registers, shared}).active_warps;
+    if (warps > 0 && (warps > best_warps || (larger_on_tie && warps == best_warps))) {
+      best_threads = threads;
+      best_warps = warps;
+    }
+  }
+  return best_threads;
+}
+
+// A hint that names the search's mistake when the student's choice is exactly what that mistake
+// finds (by the student's own occupancy(), so that a wrong occupancy() is never blamed on the
+// search), and the right search does not: a search that stops one warp short of
+// max_threads_per_block, or one that keeps the smaller block on a tie. "" when neither proves it.
+inline std::string search_mistake(const DeviceLimits& d, int registers, int shared,
+                                  int chosen_threads) {
+  const int right = searched_block_size(d, registers, shared, d.max_threads_per_block, true);
+  if (chosen_threads == right) return "";
+  const bool stops_short =
+      chosen_threads ==
+      searched_block_size(d, registers, shared, d.max_threads_per_block - d.warp_size, true);
+  const bool keeps_smaller =
+      chosen_threads == searched_block_size(d, registers, shared, d.max_threads_per_block, false);
+  const std::string largest = std::to_string(d.max_threads_per_block);
+  if (stops_short && keeps_smaller) {
+    return "hint: your search kept " + std::to_string(chosen_threads) +
+           " threads, as one that never tries " + largest +
+           " would, and as one that keeps the smaller block on a tie would: try every multiple "
+           "of the warp size up to and including max_threads_per_block, and on a tie keep the "
+           "larger (README 6).";
+  }
+  if (stops_short) {
+    return "hint: your search never tried max_threads_per_block (" + largest +
+           " threads), the best size here: it kept what the sizes below it give. Loop while "
+           "threads <= max_threads_per_block (README 6).";
+  }
+  if (keeps_smaller) {
+    return "hint: several block sizes keep the most warps resident and your search kept the "
+           "smallest of them, " +
+           std::to_string(chosen_threads) +
+           " threads: on a tie keep the largest, as the toolkit does (README 6).";
+  }
+  return "";
 }
 
 }  // namespace lab06_tests

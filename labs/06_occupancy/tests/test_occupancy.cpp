@@ -195,6 +195,31 @@ TEST_CASE("compute capability 1.3 allocates registers per block", "[lab06][corre
   }
 }
 
+TEST_CASE("a block that needs more registers than one block may use cannot launch",
+          "[lab06][correctness]") {
+  // A register file larger than one block may use, as on the Tesla K80 (131072 registers per
+  // SM, 65536 per block): on every preset the two are equal, so only such a device tells a
+  // calculator that checks max_registers_per_block from one that does not.
+  DeviceLimits d = lab06::device_preset("9.0");
+  d.name = "the H100's limits with a K80's register file (131072 per SM, 65536 per block)";
+  d.registers_per_sm = 131072;
+  const Occupancy fits = lab06::occupancy(d, {1024, 64, 0});  // 32 warps x 2048 = 65536
+  const Occupancy over = lab06::occupancy(d, {1024, 72, 0});  // 32 warps x 2304 = 73728
+  CAPTURE(d.name, fits.registers_per_block, fits.blocks_by_registers, over.registers_per_block,
+          over.blocks_by_registers, over.active_blocks);
+  CHECK(fits.blocks_by_registers == 2);
+  if (over.registers_per_block == 73728 && over.blocks_by_registers > 0) {
+    FAIL_CHECK("1024 threads with 72 registers each: "
+               << over.blocks_by_registers
+               << " blocks by registers, 0 expected\nhint: a block of 73728 registers is more "
+                  "than max_registers_per_block (65536): it cannot launch, so "
+                  "blocks_by_registers is 0 whatever the SM's register file holds (README 4.2).");
+  } else {
+    CHECK(over.blocks_by_registers == 0);
+  }
+  CHECK(over.active_blocks == 0);
+}
+
 TEST_CASE("shared memory is allocated in whole units including the reserved bytes",
           "[lab06][correctness]") {
   SECTION("9830 bytes round up to 9984 at compute capability 3.0") {
@@ -356,18 +381,16 @@ TEST_CASE("best block size matches cudaOccMaxPotentialOccupancyBlockSize on ever
               ? want.threads_per_block
               : mine.threads_per_block;
       const Occupancy& at_differing = differing_size == want.threads_per_block ? at_want : at_mine;
-      std::string hint;
-      if (at_differing.active_warps != toolkit_warps(differing_size)) {
+      std::string hint = lab06_tests::search_mistake(d, regs, shared, mine.threads_per_block);
+      if (!hint.empty()) {
+        // The search's own mistake, proven by the student's occupancy().
+      } else if (at_differing.active_warps != toolkit_warps(differing_size)) {
         hint = "hint: at " + std::to_string(differing_size) +
                " threads per block your occupancy() keeps " +
                std::to_string(at_differing.active_warps) + " warps resident and cuda_occupancy.h " +
                std::to_string(toolkit_warps(differing_size)) +
                ": the best block size follows from occupancy(), so fix the difference that "
                "the test on random configurations shows first (README 4 and 6).";
-      } else if (mine.threads_per_block > 0 && at_mine.active_warps == at_want.active_warps &&
-                 mine.threads_per_block < want.threads_per_block) {
-        hint = "hint: several block sizes keep " + std::to_string(at_want.active_warps) +
-               " warps resident; on a tie keep the largest, as the toolkit does (README 6).";
       } else if (mine.threads_per_block == want.threads_per_block) {
         hint =
             "hint: the block size is right but min_grid_size is not: it is active_blocks x "
@@ -426,15 +449,14 @@ TEST_CASE("best block size is the largest block size with the most active warps"
                              mine.min_grid_size == o.active_blocks * d.multiprocessors;
       if (block_size_ok && fields_ok) continue;
       if (++mismatches > kMismatchesShown) continue;
-      std::string hint;
-      if (block_size_ok) {
+      std::string hint =
+          lab06_tests::search_mistake(d, u.registers, u.shared, mine.threads_per_block);
+      if (!hint.empty()) {
+        // The search's own mistake, proven by the student's occupancy().
+      } else if (block_size_ok) {
         hint =
             "hint: fill every field of the choice from occupancy() at the chosen block size; "
             "min_grid_size is active_blocks x multiprocessors (README 6).";
-      } else if (mine.threads_per_block > 0 && mine.threads_per_block < best_threads &&
-                 mine.active_warps == best_warps) {
-        hint = "hint: several block sizes keep " + std::to_string(best_warps) +
-               " warps resident; on a tie keep the largest (README 6).";
       } else {
         hint = "hint: by your own occupancy(), " + std::to_string(best_threads) +
                " threads per block keep " + std::to_string(best_warps) +
