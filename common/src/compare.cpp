@@ -274,9 +274,15 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
           "only the first tile is right: check the tile offsets in row and col and "
           "the phase offset (ph * TILE_WIDTH) in the loads.");
     } else if (only_partial_tile_wrong(t, rows, cols, tile)) {
-      hints.push_back(
-          "only the last, partial tile is wrong: loads past the edge of a matrix "
-          "must be guarded and fill 0, and every phase must be run.");
+      // An observation, not a cause: unguarded loads, a load guard that lets a neighbour's
+      // value in, or a store guard that writes into the next row all leave this shape.
+      std::ostringstream h;
+      h << kCannotTellWhy << ": " << t.wrong << " element(s) are wrong, all in the last, "
+        << "partial tiles (rows from " << rows / tile * tile << " or columns from "
+        << cols / tile * tile << "), every element of the whole tiles right: look at what the "
+        << "kernel loads and stores at the edges of the matrices (the write-up's boundary "
+           "checks).";
+      hints.push_back(h.str());
     } else if (long long zeros = 0; wrong_values_all_whole(got, ref, t, &zeros)) {
       // All zeros proves nothing about integers (a loop that never ran stores 0 too); whole
       // numbers that are not all 0 do.
