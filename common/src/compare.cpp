@@ -413,4 +413,27 @@ std::vector<Alternative> matmul_term_mistakes(const std::vector<float>& M,
   return mistakes;
 }
 
+std::string with_diagnosis(const std::string& report, const std::string& inputs,
+                           const std::string& cause, const std::string& example) {
+  // "Cannot tell why" goes only when the cause explains everything (no example left).
+  const bool explained = !cause.empty() && example.empty();
+  const std::string observed = std::string("hint: ") + kCannotTellWhy;
+  std::vector<std::string> lines;
+  std::istringstream in(report);
+  for (std::string line; std::getline(in, line);) {
+    if (explained && line.rfind(observed, 0) == 0) continue;
+    lines.push_back(line);
+  }
+  auto first_hint = lines.begin();
+  while (first_hint != lines.end() && first_hint->rfind("hint:", 0) != 0) ++first_hint;
+  if (!example.empty()) {
+    first_hint = lines.insert(first_hint, inputs + ", " + example + ".");
+    ++first_hint;
+  }
+  if (!cause.empty()) lines.insert(first_hint, "hint: " + inputs + ", " + cause + ".");
+  std::string out;
+  for (const std::string& line : lines) out += line + "\n";
+  return out;
+}
+
 }  // namespace kit

@@ -321,28 +321,8 @@ TermDiagnosis explain_terms(const TermMap& map, int tile) {
 }
 
 void apply_term_diagnosis(Comparison& cmp, const TermDiagnosis& d) {
-  // "Cannot tell why" goes only when the cause explains every wrong element (no example left).
-  const bool explained = !d.cause.empty() && d.example.empty();
-  std::vector<std::string> lines;
-  std::istringstream in(cmp.report);
-  for (std::string line; std::getline(in, line);) {
-    if (explained && line.rfind(std::string("hint: ") + kCannotTellWhy, 0) == 0) continue;
-    lines.push_back(line);
-  }
-  auto first_hint = lines.begin();
-  while (first_hint != lines.end() && first_hint->rfind("hint:", 0) != 0) ++first_hint;
-  if (!d.example.empty()) {
-    first_hint = lines.insert(first_hint,
-                              "on inputs that say where each term came from, " + d.example + ".");
-    ++first_hint;
-  }
-  if (!d.cause.empty()) {
-    lines.insert(first_hint,
-                 "hint: on inputs that say where each term came from, " + d.cause + ".");
-  }
-  std::string report;
-  for (const std::string& line : lines) report += line + "\n";
-  cmp.report = report;
+  cmp.report = with_diagnosis(cmp.report, "on inputs that say where each term came from", d.cause,
+                              d.example);
 }
 
 }  // namespace kit

@@ -31,6 +31,13 @@ struct Comparison {
 // (a term map, kit/term_map.hpp, may then prove the cause in its place).
 inline constexpr const char* kCannotTellWhy = "the kit cannot tell why from the values";
 
+// A failure report with a diagnosis by construction (kit/term_map.hpp, kit/sum_map.hpp) put in:
+// `cause` becomes the first hint, "<inputs>, <cause>.", in place of the "cannot tell why" hint
+// when it explains everything (no `example`); `example`, one wrong result's account, becomes one
+// more line of detail before the hints. `inputs` says what the inputs were built to show.
+std::string with_diagnosis(const std::string& report, const std::string& inputs,
+                           const std::string& cause, const std::string& example);
+
 // `tile` > 0 enables tile-shaped diagnoses (only the first tile right, last partial tile).
 Comparison compare_matrix(const std::vector<float>& got, const MatmulReference& ref,
                           Tolerance tol = {}, int tile = 0,

@@ -10,14 +10,17 @@
 #include <cmath>
 #include <cstdint>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "kit/compare.hpp"
 #include "kit/cuda_check.hpp"
 #include "kit/device_buffer.hpp"
 #include "kit/kernel_attributes.hpp"
 #include "kit/matrix.hpp"
 #include "kit/poison.hpp"
+#include "kit/sum_map.hpp"
 #include "memory_qualifiers.h"
 
 namespace lab01_tests {
@@ -123,8 +126,9 @@ inline std::string polynomial_problem(const std::vector<float>& x, const std::ve
               "variable (a register), not in __shared__ memory (README section 2).";
     return report.str();
   }
-  report << "hint: the values do not tell the kit why; README section 3 shows the kernel step "
-            "by step (Horner's rule from the last coefficient down).";
+  report << "hint: " << kit::kCannotTellWhy
+         << "; README section 3 shows the kernel step by step (Horner's rule from the last "
+            "coefficient down).";
   return report.str();
 }
 
@@ -154,6 +158,23 @@ inline std::vector<float> run_block_sums(const std::vector<float>& x) {
   std::vector<float> sums(d_sums.size());
   d_sums.copy_to_host(sums.data());
   return sums;
+}
+
+// A block sums failure that the values could not explain, run again on inputs that say which
+// elements each sum took (kit/sum_map.hpp): the cause the map proves, or one block's account.
+// Left as it was where n is past what a map covers or the launch fails on the map's inputs.
+inline std::string with_sum_map(const std::string& problem, int n) {
+  if (problem.find(kit::kCannotTellWhy) == std::string::npos || n > kit::kSumMapMaxElements) {
+    return problem;
+  }
+  try {
+    const kit::SumDiagnosis d = kit::explain_block_sums(
+        kit::map_sums(run_block_sums, n, block_count(n)), lab01::kThreadsPerBlock);
+    return kit::with_diagnosis(problem, "on inputs that say which elements each sum took", d.cause,
+                               d.example);
+  } catch (const std::exception&) {
+    return problem;
+  }
 }
 
 inline std::string block_sums_problem(const std::vector<float>& x, const std::vector<float>& sums) {
@@ -196,9 +217,9 @@ inline std::string block_sums_problem(const std::vector<float>& x, const std::ve
     report << "hint: only the last sum is wrong, of the one block that reaches past n: the "
               "elements at n and beyond must count as 0 (README section 5).";
   } else {
-    report << "hint: the values do not tell the kit why. A sum read before all its terms were "
-              "stored changes from run to run: the racecheck test says whether a barrier is "
-              "missing (README section 5).";
+    report << "hint: " << kit::kCannotTellWhy
+           << ". A sum read before all its terms were stored changes from run to run: the "
+              "racecheck test says whether a barrier is missing (README section 5).";
   }
   return report.str();
 }
