@@ -177,6 +177,19 @@ TEST_CASE("a call that never touches the device costs the worker no CUDA context
   kit::remote::stop_worker(role);
 }
 
+namespace {
+// Runs this executable's hidden cases tagged `tag` in one process, in the order they are
+// declared, as the grader runs a group: its exit status (0 when every case passed).
+int run_in_one_process(const std::string& tag) {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return -1;
+  const std::string command = "'" + std::string(self, static_cast<std::size_t>(n)) + "' '" + tag +
+                              "' --order decl > /dev/null 2>&1";
+  return std::system(command.c_str());
+}
+}  // namespace
+
 // Two cases run together by the next one, in one process, in this order (hidden from CTest,
 // which runs each case in a process of its own).
 namespace {
@@ -202,12 +215,7 @@ TEST_CASE("a test case meets a new worker where the driver cannot count the last
           "[common][remote]") {
   // The grader may run several cases in one judge process; common/src/fresh_workers.cpp. These
   // two make no device call, so NVML does not list the judge: no count, no keeping.
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  REQUIRE(n > 0);
-  const std::string command = "'" + std::string(self, static_cast<std::size_t>(n)) +
-                              "' '[fresh_workers]' --order decl > /dev/null 2>&1";
-  CHECK(std::system(command.c_str()) == 0);
+  CHECK(run_in_one_process("[fresh_workers]") == 0);
 }
 
 // Four cases run together by the next one, in this order: after a clean pass a case keeps the
@@ -245,12 +253,7 @@ TEST_CASE("kept workers fourth case: a new worker after the skip", "[.kept_worke
 TEST_CASE("a test case keeps its workers only after a clean pass with no device memory gained",
           "[common][remote][gpu]") {
   KIT_REQUIRE_GPU();
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  REQUIRE(n > 0);
-  const std::string command = "'" + std::string(self, static_cast<std::size_t>(n)) +
-                              "' '[kept_workers]' --order decl > /dev/null 2>&1";
-  CHECK(std::system(command.c_str()) == 0);
+  CHECK(run_in_one_process("[kept_workers]") == 0);
 }
 
 TEST_CASE("a message that ends early is refused", "[common][remote]") {
