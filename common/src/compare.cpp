@@ -210,10 +210,21 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
   const std::size_t quarter = (got.size() + 3) / 4;  // the floats in got.size() bytes, rounded up
   if (prefix && prefix_end == quarter && prefix_right(t, prefix_end)) {
     std::ostringstream h;
-    h << "exactly the first quarter of P arrived (" << prefix_end << " of " << total
-      << " elements, in memory order), every one of them right, and nothing after it: the copy "
-         "back moved as many bytes as P has elements. A byte count is elements x sizeof(float): "
-         "copy width * width * sizeof(float) bytes.";
+    if (prefix_end % static_cast<std::size_t>(cols) != 0) {
+      // Cut inside a row: no grid of whole rows stops there, a byte count does.
+      h << "exactly the first quarter of P arrived (" << prefix_end << " of " << total
+        << " elements, in memory order, up to the middle of row " << prefix_end / cols
+        << "), every one of them right, and nothing after it: the copy back moved as many bytes "
+           "as P has elements. A byte count is elements x sizeof(float): copy width * width * "
+           "sizeof(float) bytes.";
+    } else {
+      // Whole rows: a copy of too few bytes and a grid that covers only these rows look alike.
+      h << kCannotTellWhy << ": exactly the first quarter of P arrived (rows 0 to "
+        << prefix_end / cols - 1 << " of " << rows
+        << "), every element right, nothing after it. A copy back of as many bytes as P has "
+           "elements (a byte count is elements x sizeof(float)) leaves this, and so does a grid "
+           "whose blocks cover only these rows.";
+    }
     hints.push_back(h.str());
     return hints;
   }
