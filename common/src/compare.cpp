@@ -281,9 +281,14 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
   }
   if (t.wrong > 0) {
     if (only_first_tile_ok(t, rows, cols, tile)) {
-      hints.push_back(
-          "only the first tile is right: check the tile offsets in row and col and "
-          "the phase offset (ph * TILE_WIDTH) in the loads.");
+      // An observation: tile offsets missing from row and col, and a phase offset missing from
+      // the loads, both leave it (a term map tells them apart).
+      hints.push_back(std::string(kCannotTellWhy) +
+                      ": only the first tile of P is right (rows and columns 0 to " +
+                      std::to_string(tile - 1) +
+                      "), nearly every element outside it wrong: the tile offsets in row and col "
+                      "(blockIdx * TILE_WIDTH) and the phase offset in the loads "
+                      "(ph * TILE_WIDTH) are where to look.");
     } else if (only_partial_tile_wrong(t, rows, cols, tile)) {
       // An observation, not a cause: unguarded loads, a load guard that lets a neighbour's
       // value in, or a store guard that writes into the next row all leave this shape.
