@@ -239,18 +239,30 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
            "cudaMemcpy (elements x sizeof(float)) and which elements the grid covers.";
       hints.push_back(h.str());
     } else if (unwritten_is_bottom_right_band(t, rows, cols, &r_end, &c_end)) {
-      std::ostringstream h;
-      h << "the last ";
-      if (r_end < rows) h << rows - r_end << " row(s)";
-      if (r_end < rows && c_end < cols) h << " and the last ";
-      if (c_end < cols) h << cols - c_end << " column(s)";
-      h << " were never written: the grid does not cover the whole matrix.";
+      std::ostringstream band;
+      band << "the last ";
+      if (r_end < rows) band << rows - r_end << " row(s)";
+      if (r_end < rows && c_end < cols) band << " and the last ";
+      if (c_end < cols) band << cols - c_end << " column(s)";
       // A grid rounded down misses less than one block, and the kit's blocks are square, at
-      // most 32 x 32 threads (1024 a block): a larger gap has another cause.
-      if (rows - r_end < kMaxBlockWidth && cols - c_end < kMaxBlockWidth) {
-        h << " Round the number of blocks up: (width + block - 1) / block.";
+      // most 32 x 32 threads (1024 a block): a larger gap has another cause. Where the block is
+      // the tile, it leaves exactly rows % tile rows and cols % tile columns: a smaller gap of
+      // another size has another cause too (a store guard that stops early, say).
+      const bool small = rows - r_end < kMaxBlockWidth && cols - c_end < kMaxBlockWidth;
+      const bool grid_shaped = tile <= 0 || ((r_end == rows || rows - r_end == rows % tile) &&
+                                             (c_end == cols || cols - c_end == cols % tile));
+      std::ostringstream h;
+      if (small && !grid_shaped) {
+        h << kCannotTellWhy << ": " << band.str()
+          << " were never written, not the band a grid rounded down leaves with TILE_WIDTH " << tile
+          << " (the last " << rows % tile << " row(s) and " << cols % tile
+          << " column(s)): the store's guard and the grid's size are where to look.";
+      } else if (small) {
+        h << band.str() << " were never written: the grid does not cover the whole matrix. "
+          << "Round the number of blocks up: (width + block - 1) / block.";
       } else {
-        h << " The blocks cover only the first " << r_end << " row(s) and " << c_end
+        h << band.str() << " were never written: the grid does not cover the whole matrix. "
+          << "The blocks cover only the first " << r_end << " row(s) and " << c_end
           << " column(s), more than a grid rounded down can miss (less than one block, at most "
           << kMaxBlockWidth - 1
           << "): check that the grid's x counts blocks along the columns of P and its y along "

@@ -250,3 +250,20 @@ TEST_CASE("comparison refuses a result of the wrong size", "[common]") {
   CHECK_FALSE(cmp.ok);
   CHECK_THAT(cmp.report, ContainsSubstring("15 elements, expected 16"));
 }
+
+TEST_CASE("a band of unwritten rows is blamed on the grid only where a grid rounded down leaves it",
+          "[common]") {
+  const Case c = make_case(40);  // with TILE_WIDTH 16 a grid rounded down leaves rows 32 to 39
+  const auto without_last_rows = [&](int missing) {
+    std::vector<float> got = c.right;
+    std::fill(got.end() - missing * 40, got.end(), kit::poison_value());
+    return kit::compare_matrix(got, c.ref, {}, 16).report;
+  };
+  CHECK_THAT(without_last_rows(8), ContainsSubstring("Round the number of blocks up"));
+  // One row short is a store guard's mistake as likely as the grid's: said as seen.
+  CHECK_THAT(without_last_rows(1),
+             ContainsSubstring(kit::kCannotTellWhy) &&
+                 ContainsSubstring("the last 1 row(s) were never written, not the band a grid "
+                                   "rounded down leaves with TILE_WIDTH 16") &&
+                 !ContainsSubstring("Round the number of blocks up"));
+}
