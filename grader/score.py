@@ -171,14 +171,14 @@ def score_test(test: RubricTest, outcome: Outcome) -> TestScore:
     return score
 
 
-# What the kit's hints say when they report only what was observed, no cause (the C++ side's
-# kCannotTellWhy, common/include/kit/compare.hpp, and the NaN and all-zero reports beside it in
-# common/src/compare.cpp): such a hint is never a cause to fix first.
+# What marks a kit hint that reports only what was observed, no cause, case aside (the C++
+# side's kObservationMark, common/include/kit/compare.hpp): such a hint is never a cause to fix
+# first.
 OBSERVATION_MARK = "the kit cannot tell"
 
 
 def names_a_cause(hint: str) -> bool:
-    return OBSERVATION_MARK not in hint
+    return OBSERVATION_MARK not in hint.lower()
 
 
 @dataclass(frozen=True)

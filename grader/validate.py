@@ -17,7 +17,7 @@ from .collect import submission_from_files
 from .mutants import REFERENCE_ID, Mutant, SampleStudent, Skeleton, sample_students
 from .pipeline import Engine, GradeOptions
 from .progress import PlainProgress, Progress
-from .report import format_points, lab_feedback_lines, text_table
+from .report import format_points, lab_feedback_lines, shown_to_students, text_table
 from .rubric import Kit, Lab
 from .run import Status
 from .score import LabScore, SubmissionScore, fix_first
@@ -121,7 +121,9 @@ def first_read(lab: LabScore) -> str:
     when no test had a hint of its own (a speed test's partial credit, a crash)."""
     if lab.problem:
         return lab.problem
-    first = fix_first(lab.tests)
+    # What the student reads first: the line made from the tests shown to them, where those lost
+    # points; a mistake only hidden tests catch is judged by the line staff see.
+    first = fix_first([test for test in lab.tests if shown_to_students(test)]) or fix_first(lab.tests)
     if first is None:
         return ""
     if first.hint is not None:

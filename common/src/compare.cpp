@@ -1,6 +1,7 @@
 #include "kit/compare.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <sstream>
@@ -462,6 +463,18 @@ std::string with_diagnosis(const std::string& report, const std::string& inputs,
   std::string out;
   for (const std::string& line : lines) out += line + "\n";
   return out;
+}
+
+bool report_names_a_cause(const std::string& report) {
+  std::istringstream in(report);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("hint:", 0) != 0) continue;
+    std::string lower = line;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lower.find(kObservationMark) == std::string::npos) return true;
+  }
+  return false;
 }
 
 }  // namespace kit

@@ -73,9 +73,9 @@ bool take_term_map() {
 Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch, int tile,
                         const MistakeCatalogue& lab_mistakes) {
   Comparison cmp = compare_with_diagnoses(run_matmul(problem, launch), problem, tile, lab_mistakes);
-  // Only where the values proved no cause: a map never argues with a proven one, and a second
-  // cause for one failure is worse than none (kit/term_map.hpp).
-  if (cmp.ok || cmp.report.find(kCannotTellWhy) == std::string::npos ||
+  // Only where no hint names a cause: a map never argues with a proven one, and a second cause
+  // for one failure is worse than none (kit/term_map.hpp).
+  if (cmp.ok || report_names_a_cause(cmp.report) ||
       !term_map_fits(problem.rows, problem.inner, problem.cols) || !take_term_map()) {
     return cmp;
   }

@@ -267,3 +267,21 @@ TEST_CASE("a band of unwritten rows is blamed on the grid only where a grid roun
                                    "rounded down leaves with TILE_WIDTH 16") &&
                  !ContainsSubstring("Round the number of blocks up"));
 }
+
+TEST_CASE("a report of observations only names no cause and one with a proven hint does",
+          "[common]") {
+  const Case c = make_case(20);
+  std::vector<float> stops_mid_row(c.right.size(), kit::poison_value());
+  std::copy(c.right.begin(), c.right.begin() + 150, stops_mid_row.begin());
+  const std::vector<float> zeros(c.right.size(), 0.0f);
+  std::vector<float> partial_tile = c.right;
+  partial_tile[19 * 20 + 3] += 0.5f;
+  for (const auto& got : {stops_mid_row, zeros, partial_tile}) {
+    const kit::Comparison cmp = kit::compare_matrix(got, c.ref, {}, 16);
+    CAPTURE(cmp.report);
+    CHECK_FALSE(cmp.ok);
+    CHECK_FALSE(kit::report_names_a_cause(cmp.report));
+  }
+  CHECK(kit::report_names_a_cause("detail\nhint: N is read transposed: ...\n"));
+  CHECK_FALSE(kit::report_names_a_cause("detail with no hint\n"));
+}

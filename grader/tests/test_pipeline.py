@@ -259,7 +259,7 @@ def test_validate_judges_the_reference_and_the_mutants(fake_kit):
         ("skeleton", "03"),
     }
     assert all(v.verdict == "ok" for v in report.verdicts), report.verdicts
-    assert rows["broken", "02"].actual_loss == 40 and rows["transposed", "02"].hint_shown == "yes"
+    assert rows["broken", "02"].actual_loss == 40 and rows["transposed", "02"].hint_shown == "first"
     assert rows["skeleton", "02"].expected_loss == "all" and rows["skeleton", "02"].actual_loss == 40
     # "transposed" fails the first two tests; "broken" does not build, so it tells nothing, and
     # the skeletons, which fail everything, do not count as catching anything.

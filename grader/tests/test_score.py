@@ -7,7 +7,15 @@ import pytest
 from grader.build import BuildResult
 from grader.rubric import PartialCredit, RubricTest
 from grader.run import Outcome, Status
-from grader.score import OBSERVATION_MARK, FixFirst, fix_first, partial_points, score_lab, score_test
+from grader.score import (
+    OBSERVATION_MARK,
+    FixFirst,
+    fix_first,
+    names_a_cause,
+    partial_points,
+    score_lab,
+    score_test,
+)
 from grader.score import TestScore as Scored  # not named Test*, which pytest would collect
 
 SPEED = RubricTest("kernel speed", 10, partial=PartialCredit("time_ratio", full_at=1.25, zero_at=3.0))
@@ -173,9 +181,14 @@ def test_fix_first_never_leads_with_what_was_only_observed():
     assert fix_first(tests[:2]) == FixFirst(hint=None, tests=("large widths",), points=15, lost=30)
 
 
+def test_an_observation_is_known_whatever_its_case():
+    assert not names_a_cause("only the first 7 elements hold results. The kit cannot tell whether ...")
+    assert names_a_cause("N is read transposed")
+
+
 def test_the_kit_says_cannot_tell_in_the_words_the_grader_looks_for():
     header = Path(__file__).resolve().parents[2] / "common/include/kit/compare.hpp"
-    assert f'kCannotTellWhy = "{OBSERVATION_MARK} why from the values"' in header.read_text(encoding="utf-8")
+    assert f'kObservationMark = "{OBSERVATION_MARK}";' in header.read_text(encoding="utf-8")
 
 
 def test_fix_first_without_hints_names_the_test_that_lost_the_most():

@@ -194,3 +194,12 @@ def test_a_skeleton_that_does_not_build_or_is_refused_fails(fake_kit):
     assert verdict.verdict == FAIL and "must build" in verdict.note
     refused = judge_skeleton(skeleton(fake_kit), lab_score(failed("a")), ["demo.cu: `exit`"])
     assert refused.verdict == FAIL and "refused" in refused.note
+
+
+def test_the_first_hint_is_the_one_students_see(fake_kit):
+    # A hidden test loses more with another cause, but students see the visible test's line.
+    hidden = failed("hidden", 30, hints=["secret cause"])
+    hidden.visibility = "hidden"
+    lab = lab_score(failed("a", 10, hints=["the result looks transposed"]), hidden)
+    verdict = judge_mutant(mutant(fake_kit, loss=10), lab, "hint: the result looks transposed")
+    assert (verdict.verdict, verdict.hint_shown) == (OK, "first")

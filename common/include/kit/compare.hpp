@@ -27,9 +27,15 @@ struct Comparison {
   std::string report;  // empty when ok; lines of detail, then lines starting with "hint:"
 };
 
-// How the hint begins that says what was observed when no known mistake reproduces the values
-// (a term map, kit/term_map.hpp, may then prove the cause in its place).
+// What marks a hint that says only what was observed, no cause (case aside): the grader never
+// leads a lab's feedback with one (grader/score.py, OBSERVATION_MARK), and check_matmul maps
+// the terms (kit/term_map.hpp) where every hint of a failure is one.
+inline constexpr const char* kObservationMark = "the kit cannot tell";
+// How that hint begins when no known mistake reproduces the values.
 inline constexpr const char* kCannotTellWhy = "the kit cannot tell why from the values";
+
+// Whether a report has a hint that names a cause: a "hint:" line without the observation mark.
+bool report_names_a_cause(const std::string& report);
 
 // A failure report with a diagnosis by construction (kit/term_map.hpp, kit/sum_map.hpp) put in:
 // `cause` becomes the first hint, "<inputs>, <cause>.", in place of the "cannot tell why" hint

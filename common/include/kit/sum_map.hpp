@@ -5,7 +5,9 @@
 //
 // Run r codes the elements 12r to 12r + 11: element 12r + j holds 4^j, every other element 0. A
 // group's sum is then a number in base 4 whose digit j is how many times the group took element
-// 12r + j (0 to 3), exact in float (below 2^24). ceil(n / 12) runs map every element.
+// 12r + j (0 to 3), exact in float (below 2^24). ceil(n / 12) runs map every element. An
+// element taken 4 times or more carries into the next digit and reads as another element: no
+// rule below is proven by such a map, and its example may then name the wrong element.
 #pragma once
 
 #include <functional>

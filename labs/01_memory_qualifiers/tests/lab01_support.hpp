@@ -208,12 +208,13 @@ inline std::string block_sums_problem(const std::vector<float>& x, const std::ve
   if (unwritten == blocks) {
     report << "hint: no block sum was written: README section 5, thread 0 of each block stores "
               "the block's sum, and launch_block_sums launches one block per sum.";
-  } else if (bad == 0 && unwritten == 1 && first_unwritten == blocks - 1 &&
+  } else if (blocks > 1 && bad == 0 && unwritten == 1 && first_unwritten == blocks - 1 &&
              n % lab01::kThreadsPerBlock != 0) {
     report << "hint: only the last sum, of the block that reaches past n, was never written: "
               "the grid has one block too few; round the number of blocks up (README section 5).";
-  } else if (bad == 1 && unwritten == 0 && last_wrong == blocks - 1 &&
+  } else if (blocks > 1 && bad == 1 && unwritten == 0 && last_wrong == blocks - 1 &&
              n % lab01::kThreadsPerBlock != 0) {
+    // Only where other, whole blocks came out right: with one block, any mistake is "the last".
     report << "hint: only the last sum is wrong, of the one block that reaches past n: the "
               "elements at n and beyond must count as 0 (README section 5).";
   } else {

@@ -258,9 +258,13 @@ inline std::string diagnose(const DeviceLimits& d, const KernelUsage& k, const O
             << " (README 4.2).\n";
     } else if (per_warp && d.warp_size > 1 &&
                got.registers_per_block == round_up(regs, d.register_allocation_unit) * warps) {
-      hints << "hint: a warp's registers are every thread's: " << regs << " registers x "
-            << d.warp_size << " threads = " << raw_warp << ", rounded up to " << unit_warp
-            << "; yours counted one thread's " << regs << " for the whole warp (README 4.2).\n";
+      // Seen, not proven: at most one allocation unit of registers a thread, every warp got one
+      // unit, as a count of one thread's registers gives; the rule follows.
+      hints << "hint: your registers_per_block is one allocation unit ("
+            << d.register_allocation_unit
+            << " registers) per warp; a warp's registers are every thread's: " << regs
+            << " registers x " << d.warp_size << " threads = " << raw_warp << ", rounded up to "
+            << unit_warp << " (README 4.2).\n";
     } else if (per_warp) {
       hints << "hint: registers_per_block is each warp's " << regs << " x " << d.warp_size
             << " registers rounded up to a multiple of " << d.register_allocation_unit << " ("
