@@ -59,8 +59,9 @@ TEST_CASE("the sum map names the block sum mistakes it proves", "[common][sum_ma
                  ContainsSubstring("lacks the block's offset"));
 }
 
-TEST_CASE("a block sum that takes its own elements the wrong number of times is shown, not named",
-          "[common][sum_map]") {
+TEST_CASE(
+    "a block sum that takes its own elements the wrong number of times is shown and not named",
+    "[common][sum_map]") {
   // A race: element 3 of block 1 added twice, no element of another block.
   const kit::SumDiagnosis d = explain(
       [](int g, int n) {
