@@ -26,6 +26,7 @@ from .score import (
     TestScore,
     fix_first,
     lab_statistics,
+    names_a_cause,
     same_rule,
 )
 
@@ -189,7 +190,7 @@ def _test_lines(lab: LabScore, test: TestScore, show_details: bool) -> list[str]
     if lab.problem and test.status is Status.NOT_BUILT:
         # The compiler output is told once, at the lab, not under every test.
         return [f"not run: {lab.problem} (see the lab's messages)"]
-    lines = list(test.reasons) + [f"hint: {hint}" for hint in grouped_hints(test.hints)]
+    lines = list(test.reasons) + [f"hint: {hint}" for hint in ranked_hints(test)]
     if show_details and test.status not in (Status.PASSED, Status.SKIPPED):
         # Lines end at "\n" only: a \r or \u2028 from the student's output is shown escaped,
         # never made a line of its own.
@@ -215,6 +216,15 @@ def fix_first_lines(first: FixFirst | None) -> list[str]:
     named = ", ".join(repr(name) for name in first.tests)
     tests = "the test" if len(first.tests) == 1 else f"{len(first.tests)} tests:"
     return [f"Fix first: {first.hint}", f"  ({share}, {tests} {named})"]
+
+
+def ranked_hints(test: TestScore) -> list[str]:
+    """A test's hints as shown: the failure's causes first, in the order they came, then what the
+    kit only observed, then the rubric's pointer into the write-up; each once (grouped_hints)."""
+    failure = test.hints[: test.failure_hints]
+    causes = [hint for hint in failure if names_a_cause(hint)]
+    observed = [hint for hint in failure if not names_a_cause(hint)]
+    return grouped_hints(causes + observed + test.hints[test.failure_hints :])
 
 
 def grouped_hints(hints: Sequence[str]) -> list[str]:
@@ -461,7 +471,7 @@ def _check_test_lines(metric: str | None, scored: TestScore, width: int) -> list
         ]
     lines = [status_line(scored, width)]
     lines += [f"      {reason}" for reason in scored.reasons]
-    lines += [f"      hint: {hint}" for hint in grouped_hints(scored.hints)]
+    lines += [f"      hint: {hint}" for hint in ranked_hints(scored)]
     if scored.status in (Status.FAILED, Status.CRASHED):
         lines += [
             f"      {line}"

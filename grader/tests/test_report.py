@@ -307,3 +307,19 @@ def test_a_lab_that_lost_points_opens_with_what_to_fix_first():
     assert "Fix first: the last partial block is missing" in overall and "secret" not in overall
     # A lab that lost nothing, or never built, opens with no such line.
     assert "Fix first" not in "\n".join(lab_feedback_lines(score.labs[1], student=True))
+
+
+def test_a_tests_causes_come_before_what_was_only_observed_and_the_rubric_hint_last():
+    score = sample_score()
+    odd = score.labs[0].tests[1]
+    odd.hints = [
+        "the kit cannot tell why from the values: 7 element(s) are wrong",
+        "the phase loop stops one phase short",
+        "README section 4.",
+    ]
+    odd.failure_hints = 2
+    text = feedback_text(score)
+    cause = text.index("hint: the phase loop stops one phase short")
+    observed = text.index("hint: the kit cannot tell why")
+    rubric = text.index("hint: README section 4.")
+    assert cause < observed < rubric
