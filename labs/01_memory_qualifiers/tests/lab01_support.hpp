@@ -107,6 +107,41 @@ inline std::string polynomial_problem(const std::vector<float>& x, const std::ve
            << " elements; round the number of blocks up (README section 3).";
     return report.str();
   }
+  // Horner's rule written wrongly, each as the values it computes: a match on every element
+  // written proves the mistake.
+  struct Horner {
+    const char* hint;
+    int first, last, step;  // the coefficients taken, in the order taken
+  };
+  const int count = static_cast<int>(c.size());
+  const Horner mistakes[] = {
+      {"every value is the polynomial with its coefficients in reverse order: Horner's rule "
+       "starts from the last coefficient, c[count - 1], and works down to c[0] (README section 3).",
+       0, count - 1, 1},
+      {"every value is (p(x) - c[0]) / x: the loop stopped before the constant term; run k down "
+       "to 0 (README section 3).",
+       count - 1, 1, -1},
+      {"every value lacks the highest term, c[count - 1] x^(count - 1): start from "
+       "c[count - 1], not c[count - 2] (README section 3).",
+       count - 2, 0, -1},
+  };
+  for (const Horner& m : mistakes) {
+    if (count < 2 || bad == 0) break;
+    bool all = true;
+    for (int i = 0; i < n && all; ++i) {
+      if (kit::is_poison(y[i])) continue;
+      double value = 0.0, magnitude = 0.0;
+      for (int k = m.first; m.step > 0 ? k <= m.last : k >= m.last; k += m.step) {
+        value = value * x[i] + c[k];
+        magnitude = magnitude * std::fabs(x[i]) + std::fabs(c[k]);
+      }
+      all = std::fabs(y[i] - value) <= 1e-6 + 2e-5 * magnitude;
+    }
+    if (all) {
+      report << "hint: " << m.hint;
+      return report.str();
+    }
+  }
   // Threads that share one variable end up storing each other's values.
   int copied = 0;
   for (int i = 0; i < n; ++i) {
