@@ -334,12 +334,14 @@ inline std::string histograms_problem(const std::vector<float>& x,
   if (unwritten == chunks) {
     report << "hint: no count was written: README section 6, each thread stores its chunk's "
               "kBins counts in counts[chunk * kBins + b].";
-  } else if (bad == 1 && bad_last == 1 && unwritten == 0 && n % lab01::kChunk != 0) {
+  } else if (chunks > 1 && bad == 1 && bad_last == 1 && unwritten == 0 && n % lab01::kChunk != 0) {
+    // Only beside whole chunks counted right: with one chunk, any mistake is "the last".
     report << "hint: only the last chunk, the one that reaches past n, is counted wrong: values "
               "at n and beyond are not counted (README section 6).";
   } else {
-    report << "hint: " << wrong_totals << " of the wrong chunks do not add up to the number of "
-           << "values in the chunk; README section 6 shows which values a thread counts.";
+    report << "hint: the kit cannot tell why from the counts: " << wrong_totals
+           << " of the wrong chunks do not add up to the number of values in the chunk; README "
+              "section 6 shows which values a thread counts.";
   }
   return report.str();
 }
