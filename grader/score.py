@@ -177,8 +177,16 @@ def score_test(test: RubricTest, outcome: Outcome) -> TestScore:
 OBSERVATION_MARK = "the kit cannot tell"
 
 
+# What marks a kit hint that sends the student to other tests instead of naming a cause ("make
+# the correctness tests pass first", "the correctness tests show how", a probe that failed): a
+# test that judges only a working kernel says so, and several such tests must not outweigh the
+# cause the correctness tests proved.
+DEFERRAL_MARKS = ("pass first", ") first; this test", "tests show how", "test shows how", "the probe failed")
+
+
 def names_a_cause(hint: str) -> bool:
-    return OBSERVATION_MARK not in hint.lower()
+    lower = hint.lower()
+    return OBSERVATION_MARK not in lower and not any(mark in lower for mark in DEFERRAL_MARKS)
 
 
 @dataclass(frozen=True)

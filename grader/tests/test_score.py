@@ -186,6 +186,21 @@ def test_an_observation_is_known_whatever_its_case():
     assert names_a_cause("N is read transposed")
 
 
+def test_a_hint_that_sends_to_other_tests_is_no_cause_however_many_tests_say_it():
+    defer = "make the correctness tests pass first; this test judges only a kernel that computes P."
+    assert not names_a_cause(defer)
+    assert not names_a_cause("the kernel or its launch failed; the correctness tests show how.")
+    assert not names_a_cause("finish occupancy() (steps 1 to 4) first; this test then checks ...")
+    tests = [
+        lost("small widths", 10, ["every element misses exactly the last term of its dot product (k = 31)"]),
+        lost("racecheck", 8, [defer]),
+        lost("global loads", 8, [defer]),
+        lost("speed", 10),
+    ]
+    first = fix_first(tests)
+    assert first is not None and first.tests == ("small widths",)
+
+
 def test_the_kit_says_cannot_tell_in_the_words_the_grader_looks_for():
     header = Path(__file__).resolve().parents[2] / "common/include/kit/compare.hpp"
     assert f'kObservationMark = "{OBSERVATION_MARK}";' in header.read_text(encoding="utf-8")
