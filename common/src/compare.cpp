@@ -318,7 +318,8 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
       const long long written = total - t.unwritten - t.not_finite;
       std::ostringstream h;
       if (zeros == written) {
-        h << "every element of P that was written is 0, while the products of these inputs are "
+        h << kAllWrittenZero
+          << ", while the products of these inputs are "
              "not; the kit cannot tell why. A k loop that never runs does this, and so does a sum "
              "kept in an int, which truncates each partial sum of these inputs (all smaller than "
              "1) to 0.";

@@ -80,8 +80,17 @@ Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch
     return cmp;
   }
   try {
-    apply_term_diagnosis(
-        cmp, explain_terms(map_terms(launch, problem.rows, problem.inner, problem.cols), tile));
+    TermDiagnosis d =
+        explain_terms(map_terms(launch, problem.rows, problem.inner, problem.cols), tile);
+    // Right on whole numbers, 0 on these fractions: only a conversion to an integer does that.
+    if (d.cause.empty() && d.example.empty() &&
+        cmp.report.find(kAllWrittenZero) != std::string::npos) {
+      d.cause =
+          "every element of P is right when the inputs are whole numbers, and 0 for these, all "
+          "smaller than 1: the sum is converted to an integer along the way, as a sum kept in an "
+          "int is; accumulate Pvalue in a float";
+    }
+    apply_term_diagnosis(cmp, d);
   } catch (const std::exception&) {
     // The launch failed on the map's inputs (a fault, a worker that died): the comparison stands
     // as it was, and the failure it reports is the one the test judges.

@@ -101,6 +101,21 @@ SumDiagnosis explain_block_sums(const SumMap& map, int block) {
               ""};
     }
   }
+  // Each block took only the elements whose offset in it is a multiple of m: a tree that stops
+  // log2(m) steps early (while stride > 1, say) leaves the sum of those in partial[0].
+  for (int m = 2, steps = 1; m < block && m < map.elements; m *= 2, ++steps) {
+    if (every([&](int g, int e, int c) {
+          return c == (own(g, e) && (e - g * block) % m == 0 ? 1 : 0);
+        })) {
+      return {
+          "each block's sum took only the elements whose offset in the block is a multiple "
+          "of " +
+              std::to_string(m) + ": the reduction stopped " + std::to_string(steps) +
+              (steps == 1 ? " step" : " steps") +
+              " early, before stride 1; run it while stride > 0 (README section 5)",
+          ""};
+    }
+  }
   if (map.groups > 1 && every([&](int, int e, int c) { return c == (e < block ? 1 : 0); })) {
     return {"every block's sum took block 0's elements, 0 to " +
                 std::to_string(std::min(block, map.elements) - 1) +

@@ -254,6 +254,11 @@ TermDiagnosis explain_terms(const TermMap& map, int tile) {
   if (!missing.empty()) {
     const int lo = missing.front(), hi = missing.back();
     const bool contiguous = hi - lo + 1 == static_cast<int>(missing.size());
+    if (static_cast<int>(missing.size()) == map.inner) {
+      return with(
+          "no element of P took any product: the loop over the inner dimension (or over "
+          "the phases) ran no iteration");
+    }
     if (contiguous && lo == map.inner - 1 && hi == lo && lo == last_phase) {
       return with("every element of P lacks its last term, inner index " + std::to_string(lo) +
                   ", the whole of the last phase: the loop over the inner dimension stops one " +
@@ -278,6 +283,12 @@ TermDiagnosis explain_terms(const TermMap& map, int tile) {
       return with("every element of P keeps only the products of its last phase (inner index " +
                   range(last_phase, map.inner - 1) + "): the running sum is reset in every " +
                   "phase; set it to 0 once, before the phase loop" + also);
+    }
+    if (contiguous && tile > 0 && lo == 0 && hi == tile - 1 && map.inner > 2 * tile) {
+      // With two phases this is also the sum reset in every phase, which the rule above says.
+      return with("every element of P lacks the products of the first phase, inner index 0 to " +
+                  std::to_string(tile - 1) + ": the phase loop starts one phase late; start ph " +
+                  "at 0");
     }
     return with("every element of P lacks the terms of inner index " +
                 (contiguous

@@ -53,6 +53,17 @@ TEST_CASE("the sum map names the block sum mistakes it proves", "[common][sum_ma
   // The same in one partial block: 7 elements, of which the sum took the first 4.
   CHECK_THAT(explain([](int g, int n) { return span(g * kBlock, g * kBlock + 4, n); }, 7).cause,
              ContainsSubstring("took only its first 4 elements, of a block of 8"));
+  // A tree that stops before stride 1: each block keeps the sum of its even offsets.
+  CHECK_THAT(explain(
+                 [](int g, int n) {
+                   std::vector<int> e;
+                   for (int i = g * kBlock; i < (g + 1) * kBlock && i < n; i += 2) e.push_back(i);
+                   return e;
+                 },
+                 32)
+                 .cause,
+             ContainsSubstring("offset in the block is a multiple of 2: the reduction stopped 1 "
+                               "step early"));
   // An index without blockIdx.x * blockDim.x: every block sums block 0.
   CHECK_THAT(explain([](int, int n) { return span(0, kBlock, n); }, 32).cause,
              ContainsSubstring("every block's sum took block 0's elements") &&

@@ -86,6 +86,11 @@ TEST_CASE("the term map names the mistake of the chapter that it proves", "[comm
              ContainsSubstring("lacks the products of the last phase, inner index 8 to 9"));
   CHECK_THAT(explain(right_terms([](int c) { return c >= 8; })),
              ContainsSubstring("running sum is reset in every phase"));
+  CHECK_THAT(explain(right_terms([](int c) { return c >= kTile; })),  // phases 1 and 2 only
+             ContainsSubstring("lacks the products of the first phase, inner index 0 to 3: the "
+                               "phase loop starts one phase late"));
+  CHECK_THAT(explain(right_terms([](int) { return false; })),
+             ContainsSubstring("no element of P took any product"));
   CHECK_THAT(explain([](int i, int k) {
                std::vector<std::array<int, 4>> t;
                for (int c = 0; c < kInner; ++c) t.push_back({i, c % kTile, c, k});

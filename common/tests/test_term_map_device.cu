@@ -14,7 +14,7 @@ using Catch::Matchers::ContainsSubstring;
 
 namespace {
 
-enum class Mistake { none, phases_rounded_down, m_without_phase_offset };
+enum class Mistake { none, phases_rounded_down, m_without_phase_offset, int_sum };
 
 // The book's tiled kernel for rectangular matrices, TILE_WIDTH = blockDim.x, with `mistake`.
 __global__ void tiled(const float* M, const float* N, float* P, int rows, int inner, int cols,
@@ -28,15 +28,23 @@ __global__ void tiled(const float* M, const float* N, float* P, int rows, int in
   const int phases =
       mistake == Mistake::phases_rounded_down ? inner / tile : (inner + tile - 1) / tile;
   float Pvalue = 0.0f;
+  int truncated = 0;  // Mistake::int_sum keeps the sum here
   for (int ph = 0; ph < phases; ++ph) {
     const int m_col = (mistake == Mistake::m_without_phase_offset ? 0 : ph * tile) + tx;
     const int n_row = ph * tile + ty;
     Mds[ty * tile + tx] = row < rows && m_col < inner ? M[row * inner + m_col] : 0.0f;
     Nds[ty * tile + tx] = n_row < inner && col < cols ? N[n_row * cols + col] : 0.0f;
     __syncthreads();
-    for (int k = 0; k < tile; ++k) Pvalue += Mds[ty * tile + k] * Nds[k * tile + tx];
+    for (int k = 0; k < tile; ++k) {
+      if (mistake == Mistake::int_sum) {
+        truncated += Mds[ty * tile + k] * Nds[k * tile + tx];
+      } else {
+        Pvalue += Mds[ty * tile + k] * Nds[k * tile + tx];
+      }
+    }
     __syncthreads();
   }
+  if (mistake == Mistake::int_sum) Pvalue = static_cast<float>(truncated);
   if (row < rows && col < cols) P[row * cols + col] = Pvalue;
 }
 
@@ -82,6 +90,16 @@ TEST_CASE("a load of M without its phase offset is told so by the term map",
   const kit::Comparison third =
       kit::check_matmul(p, launch(12, 24, 20, 8, Mistake::m_without_phase_offset), 8);
   CHECK_THAT(first_hint(third.report), ContainsSubstring(kit::kCannotTellWhy));
+}
+
+TEST_CASE("a sum kept in an int is told so because it is right on whole numbers",
+          "[common][term_map][gpu]") {
+  KIT_REQUIRE_GPU();
+  const kit::MatmulProblem p = kit::make_matmul_problem(20, 20, 12, 44);
+  const kit::Comparison cmp = kit::check_matmul(p, launch(20, 20, 12, 8, Mistake::int_sum), 8);
+  CAPTURE(cmp.report);
+  CHECK_THAT(first_hint(cmp.report), ContainsSubstring("right when the inputs are whole numbers") &&
+                                         ContainsSubstring("a sum kept in an int"));
 }
 
 TEST_CASE("a correct tiled kernel passes with no term map", "[common][term_map][gpu]") {

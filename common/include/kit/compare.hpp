@@ -33,6 +33,9 @@ struct Comparison {
 inline constexpr const char* kObservationMark = "the kit cannot tell";
 // How that hint begins when no known mistake reproduces the values.
 inline constexpr const char* kCannotTellWhy = "the kit cannot tell why from the values";
+// How the observation begins when every element written is 0 though the products are not (a
+// k loop that never runs, or a sum kept in an int: a term map tells them apart).
+inline constexpr const char* kAllWrittenZero = "every element of P that was written is 0";
 
 // Whether a report has a hint that names a cause: a "hint:" line without the observation mark.
 bool report_names_a_cause(const std::string& report);
