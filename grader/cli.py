@@ -283,8 +283,8 @@ def _add_grouping(parser: argparse.ArgumentParser) -> None:
         default=TESTS_PER_JUDGE,
         metavar="N",
         help="[gpu][correctness] tests of a lab with a worker run this many to a test process, "
-        "each with a new "
-        f"worker; 1 runs each alone (default: {TESTS_PER_JUDGE})",
+        "a test keeping the workers of one that passed cleanly; 1 runs each alone "
+        f"(default: {TESTS_PER_JUDGE})",
     )
 
 

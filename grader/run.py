@@ -30,7 +30,7 @@ from .errors import GraderError
 from .gate import GpuGate
 from .proc import ProcessResult, readable, run_limited
 from .sandbox import Sandbox
-from .schedule import Need, Scheduler, need_for_tags
+from .schedule import Lease, Need, Scheduler, need_for_tags
 
 
 class Status(StrEnum):
@@ -190,6 +190,16 @@ def run_tests(
 
     reruns = RerunBudget()
 
+    def on_gpu(lease: Lease) -> tuple[GpuGate, dict[str, str]]:
+        """A [gpu] test process's gate (its windows and profiler turns on the lease's GPU) and its
+        environment."""
+        assert lease.gpu is not None
+        gate = GpuGate(
+            lambda cancelled: scheduler.window(lease, cancelled),
+            lambda cancelled: scheduler.profiler_turn(lease, cancelled),
+        )
+        return gate, {**(env or {}), "CUDA_VISIBLE_DEVICES": lease.gpu}
+
     def one(test: ListedTest) -> Outcome:
         if test.needs_gpu and not scheduler.has_gpus and scheduler.no_gpu_reason is not None:
             # Another [gpu] test of this run already found no usable GPU here: thousands of
@@ -200,11 +210,7 @@ def run_tests(
             if lease.gpu is None:
                 outcome = run_test(exe, test.name, work_dir, config, env, worker=worker)
             else:
-                gate = GpuGate(
-                    lambda cancelled: scheduler.window(lease, cancelled),
-                    lambda cancelled: scheduler.profiler_turn(lease, cancelled),
-                )
-                gpu_env = {**(env or {}), "CUDA_VISIBLE_DEVICES": lease.gpu}
+                gate, gpu_env = on_gpu(lease)
                 outcome = run_test(exe, test.name, work_dir, config, gpu_env, gate, worker)
                 if ran_out_of_device_memory(outcome) and reruns.take():
                     # Another submission's test on this GPU may have held the memory: once more,
@@ -233,11 +239,7 @@ def run_tests(
             with scheduler.hold(Need.GPU, key=key) as lease:
                 if lease.gpu is not None:
                     progress(f"running {len(batch)} tests in one process")
-                    gate = GpuGate(
-                        lambda cancelled: scheduler.window(lease, cancelled),
-                        lambda cancelled: scheduler.profiler_turn(lease, cancelled),
-                    )
-                    gpu_env = {**(env or {}), "CUDA_VISIBLE_DEVICES": lease.gpu}
+                    gate, gpu_env = on_gpu(lease)
                     names = [test.name for test in batch]
                     settled = run_test_group(exe, names, work_dir, config, gpu_env, gate, worker)
         outcomes = {}

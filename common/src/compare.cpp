@@ -258,16 +258,17 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
           << " were never written, not the band a grid rounded down leaves with TILE_WIDTH " << tile
           << " (the last " << rows % tile << " row(s) and " << cols % tile
           << " column(s)): the store's guard and the grid's size are where to look.";
-      } else if (small) {
-        h << band.str() << " were never written: the grid does not cover the whole matrix. "
-          << "Round the number of blocks up: (width + block - 1) / block.";
       } else {
-        h << band.str() << " were never written: the grid does not cover the whole matrix. "
-          << "The blocks cover only the first " << r_end << " row(s) and " << c_end
-          << " column(s), more than a grid rounded down can miss (less than one block, at most "
-          << kMaxBlockWidth - 1
-          << "): check that the grid's x counts blocks along the columns of P and its y along "
-             "its rows, and that the block is as large as the grid's arithmetic assumes.";
+        h << band.str() << " were never written: the grid does not cover the whole matrix. ";
+        if (small) {
+          h << "Round the number of blocks up: (width + block - 1) / block.";
+        } else {
+          h << "The blocks cover only the first " << r_end << " row(s) and " << c_end
+            << " column(s), more than a grid rounded down can miss (less than one block, at most "
+            << kMaxBlockWidth - 1
+            << "): check that the grid's x counts blocks along the columns of P and its y along "
+               "its rows, and that the block is as large as the grid's arithmetic assumes.";
+        }
       }
       hints.push_back(h.str());
     } else if (tile > 0 &&

