@@ -159,6 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
         "Prints one table; exits non-zero if a row FAILs.",
     )
     validate.add_argument("--labs", metavar="LIST", help="comma-separated labs, e.g. 02,03 (default: all)")
+    validate.add_argument(
+        "--only",
+        metavar="NAMES",
+        help="comma-separated mutants or variants to grade, each lab's reference beside them "
+        "(default: all; a quick look at one mutant after changing its lab)",
+    )
     validate.add_argument("--keep-work", action="store_true", help="keep each student's work folder")
     validate.add_argument(
         "--work-dir", metavar="DIR", help="where work folders go (default: the system temp folder)"
@@ -443,7 +449,8 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
 def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
     # The kit's own solutions and mutants: trusted code, graded without the sandbox.
     options = replace(_grade_options(kit, args), confine=False)
-    report = run_validate(kit, options, make_progress())
+    only = frozenset(name.strip() for name in args.only.split(",") if name.strip()) if args.only else None
+    report = run_validate(kit, options, make_progress(), only)
     print()
     print(format_table(report.verdicts))
     for verdict in report.failed:
@@ -458,7 +465,7 @@ def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
             f"\n{LOUD}\n{notice}\nvalidate judged only what ran here: {len(report.not_run)} rows say "
             f"'not run'; run validate on a GPU machine to judge them.\n{LOUD}"
         )
-    else:
+    elif only is None:  # with --only, most mutants did not run: no test is suspect for that
         for lab_id, names in untested_tests(report, options.labs).items():
             for name in names:
                 print(

@@ -28,6 +28,7 @@ from .score import (
     lab_statistics,
     names_a_cause,
     same_rule,
+    test_cause,
 )
 
 SCORE_FILE = "score.json"  # the grader's own record of a finished submission, read on resume
@@ -212,7 +213,12 @@ def fix_first_lines(first: FixFirst | None) -> list[str]:
         return []
     share = f"{format_points(first.points)} of the {format_points(first.lost)} points lost here"
     if first.hint is None:
-        return [f"Fix first: the test {first.tests[0]!r} ({share}); its messages below say what went wrong."]
+        # No test proved a cause: the test that lost the most, and where the write-up explains it.
+        pointer = f" Start from {first.pointer}" if first.pointer else ""
+        return [
+            f"Fix first: the test {first.tests[0]!r} ({share}); its messages below say what went "
+            f"wrong.{pointer}"
+        ]
     named = ", ".join(repr(name) for name in first.tests)
     tests = "the test" if len(first.tests) == 1 else f"{len(first.tests)} tests:"
     return [f"Fix first: {first.hint}", f"  ({share}, {tests} {named})"]
@@ -223,6 +229,12 @@ def ranked_hints(test: TestScore) -> list[str]:
     kit only observed, then the rubric's pointer into the write-up; each once (grouped_hints)."""
     failure = test.hints[: test.failure_hints]
     causes = [hint for hint in failure if names_a_cause(hint)]
+    # The cause Fix first names for this test (score.test_cause) leads, then the others in order.
+    first = test_cause(test)
+    if first is not None:
+        causes = [hint for hint in causes if same_rule(hint) == same_rule(first)] + [
+            hint for hint in causes if same_rule(hint) != same_rule(first)
+        ]
     observed = [hint for hint in failure if not names_a_cause(hint)]
     return grouped_hints(causes + observed + test.hints[test.failure_hints :])
 

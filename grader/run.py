@@ -74,13 +74,17 @@ FOREIGN_TAGS = ("Exception", "FatalErrorCondition")
 # name in its text ("<call> failed: <name> (...)"); the C++ side gives the name only.
 LAUNCH_HINT = (
     "the launch configuration is invalid: every grid and block dimension must be at least 1 "
-    "(round the block count up: (width + block - 1) / block), and a block may hold at most 1024 threads."
+    "(round the block count up: (width + block - 1) / block), a block may hold at most 1024 threads, "
+    "and its shared memory, static and dynamic together, must fit the device's limit per block."
 )
 CUDA_ERROR_HINTS = {
     "kernel launch failed: cudaErrorInvalidConfiguration": LAUNCH_HINT,
     "kernel launch failed: cudaErrorInvalidValue": LAUNCH_HINT,
-    "failed: cudaErrorIllegalAddress": "a kernel read or wrote outside its buffers; check the bounds "
-    "conditions (compute-sanitizer --tool memcheck shows the faulting line).",
+    # An observation (score.OBSERVATION_MARK): the fault proves an access outside the memory the
+    # kernel was given, not which one, nor that a guard rather than an index or a size is wrong.
+    "failed: cudaErrorIllegalAddress": "a kernel read or wrote outside the memory it was given; the kit "
+    "cannot tell which access from the fault alone (compute-sanitizer --tool memcheck shows the "
+    "faulting line, and the other tests' hints may name the cause).",
 }
 NO_GPU_PREFIX = "no usable GPU"  # how KIT_REQUIRE_GPU's skip begins (common/include/kit/testing.hpp)
 REPORT_LIMIT = 4 << 20  # bytes of XML report kept; a longer one is cut, so it fails to parse

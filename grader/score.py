@@ -184,29 +184,73 @@ OBSERVATION_MARK = "the kit cannot tell"
 DEFERRAL_MARKS = ("pass first", ") first; this test", "tests show how", "test shows how", "the probe failed")
 
 
+# A hint that is only a pointer into the write-up ("README section 3.") names no cause either.
+POINTER_ONLY = re.compile(r"(lab \d+'s )?readme,? sections? [\d ,and]+\.?")
+
+
 def names_a_cause(hint: str) -> bool:
-    lower = hint.lower()
-    return OBSERVATION_MARK not in lower and not any(mark in lower for mark in DEFERRAL_MARKS)
+    lower = hint.lower().strip()
+    return (
+        OBSERVATION_MARK not in lower
+        and not any(mark in lower for mark in DEFERRAL_MARKS)
+        and not POINTER_ONLY.fullmatch(lower)
+    )
+
+
+# What names a test that looks for a hazard with a sanitizer: the test's name ends with its tool
+# (docs/architecture.md, "Fix first"). A kernel with such a hazard has undefined results, so no
+# cause read off its values is proven while the hazard stands: the hazard's cause is fixed first,
+# whatever the points. A barrier that not every thread reaches comes before a race, since such a
+# barrier orders nothing and the races racecheck then sees may be its doing.
+HAZARD_TESTS = ("under synccheck", "under racecheck")  # first fixed first
+
+
+def hazard_rank(test: TestScore) -> int:
+    """How early a failed test's cause is fixed for the hazard it proves: 0 for a test that
+    judges no hazard, higher first."""
+    for rank, ending in enumerate(HAZARD_TESTS):
+        if test.name.endswith(ending):
+            return len(HAZARD_TESTS) - rank
+    return 0
 
 
 @dataclass(frozen=True)
 class FixFirst:
     """What a lab's feedback opens with when it lost points: the diagnosis that explains most of
-    them (the first hint of the failed tests that share it), else the test that lost the most."""
+    them (the cause the failed tests that share it found most often), else the test that lost the
+    most, with its pointer into the write-up."""
 
     hint: str | None  # the kit's diagnosis, None when no failed test had one
     tests: tuple[str, ...]  # the tests it explains
     points: float  # the points those tests lost
     lost: float  # the points the lab's tests (those considered) lost in all
+    pointer: str | None = None  # with no diagnosis: the first test's rubric hint, if it has one
+
+
+def test_cause(test: TestScore) -> str | None:
+    """The cause a failed test's hints name most often (numbers aside: the same rule broken at
+    another size is the same cause), the first given on a tie; None when none names a cause. A
+    test that runs several sizes may prove a loop one phase short at five of them and "no
+    product at all" at the one size where that loop runs no phase: the five say it better."""
+    counts: dict[str, tuple[int, str]] = {}
+    for hint in test.hints[: test.failure_hints]:
+        if names_a_cause(hint):
+            key = same_rule(hint)
+            count, first = counts.get(key, (0, hint))
+            counts[key] = (count + 1, first)
+    if not counts:
+        return None
+    # max keeps the first of equals: the order the hints came in
+    return max(counts.values(), key=lambda entry: entry[0])[1]
 
 
 def fix_first(tests: list[TestScore]) -> FixFirst | None:
-    """Among `tests` (a student's: the tests shown to them), the cause to fix first: each test
-    that lost points counts under its first failure hint that names a cause (numbers aside: the
-    same rule broken at another size is the same cause), and the cause whose tests lost the most
-    points wins, the earliest in the rubric's order on a tie. A cause beats a bare test: only
-    when no test that lost points has one (a crash, a speed test's partial credit, a hint that
-    says only what was observed) is it the test that lost the most. None when nothing was lost
+    """Among `tests` (a student's: the tests shown to them), the cause to fix first. Each test
+    that lost points counts under its cause (test_cause), and the cause whose tests lost the most
+    points wins, the earliest in the rubric's order on a tie; a hazard a sanitizer test proved
+    wins before any (HAZARD_TESTS). A cause beats a bare test: only when no test that lost points
+    has one (a crash, a speed test's partial credit, hints that say only what was observed) is it
+    the test that lost the most, with its pointer into the write-up. None when nothing was lost
     or nothing ran."""
     losing = [
         test
@@ -217,17 +261,29 @@ def fix_first(tests: list[TestScore]) -> FixFirst | None:
         return None
     groups: dict[str, tuple[str | None, list[TestScore]]] = {}
     for test in losing:
-        cause = next((hint for hint in test.hints[: test.failure_hints] if names_a_cause(hint)), None)
+        cause = test_cause(test)
         key = same_rule(cause) if cause is not None else f"\0{test.name}"
         groups.setdefault(key, (cause, []))[1].append(test)
 
     def lost(group: list[TestScore]) -> float:
         return round(sum(test.max_points - test.points for test in group), 2)
 
+    def rank(group: tuple[str | None, list[TestScore]]) -> tuple[int, float]:
+        return max(hazard_rank(test) for test in group[1]), lost(group[1])
+
     caused = [group for group in groups.values() if group[0] is not None]
     # max keeps the first of equals: the rubric's order
-    cause, best = max(caused or list(groups.values()), key=lambda group: lost(group[1]))
-    return FixFirst(hint=cause, tests=tuple(test.name for test in best), points=lost(best), lost=lost(losing))
+    cause, best = max(caused or list(groups.values()), key=rank)
+    pointer = None
+    if cause is None:
+        pointer = next(iter(best[0].hints[best[0].failure_hints :]), None)
+    return FixFirst(
+        hint=cause,
+        tests=tuple(test.name for test in best),
+        points=lost(best),
+        lost=lost(losing),
+        pointer=pointer,
+    )
 
 
 def same_rule(hint: str) -> str:

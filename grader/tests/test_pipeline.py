@@ -267,6 +267,17 @@ def test_validate_judges_the_reference_and_the_mutants(fake_kit):
     assert untested == {"02": [test.name for test in fake_kit.kit.labs[0].tests[2:]]}
 
 
+def test_validate_only_grades_the_named_mutants_beside_the_references(fake_kit):
+    report = run_validate(fake_kit.kit, fake_kit.options(), QuietProgress(), frozenset({"transposed"}))
+    assert {(v.student, v.lab_id) for v in report.verdicts} == {
+        ("reference", "02"),
+        ("reference", "03"),
+        ("transposed", "02"),
+    }
+    with pytest.raises(GraderError, match="no mutant or variant named nosuch"):
+        run_validate(fake_kit.kit, fake_kit.options(), QuietProgress(), frozenset({"nosuch"}))
+
+
 def test_validate_fails_a_skeleton_that_passes_a_test_unless_the_lab_declares_it(fake_kit):
     skeletons_fail(fake_kit, lambda name: "zero" not in name)  # it passes the width-zero test
     report = run_validate(fake_kit.kit, fake_kit.options(["02"]), QuietProgress())

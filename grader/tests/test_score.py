@@ -181,6 +181,12 @@ def test_fix_first_never_leads_with_what_was_only_observed():
     assert fix_first(tests[:2]) == FixFirst(hint=None, tests=("large widths",), points=15, lost=30)
 
 
+def test_a_bare_pointer_into_the_write_up_is_no_cause():
+    assert not names_a_cause("README section 3.")
+    assert not names_a_cause("README sections 3 and 7")
+    assert names_a_cause("README section 3: the third launch parameter is in bytes.")
+
+
 def test_an_observation_is_known_whatever_its_case():
     assert not names_a_cause("only the first 7 elements hold results. The kit cannot tell whether ...")
     assert names_a_cause("N is read transposed")
@@ -210,6 +216,39 @@ def test_fix_first_without_hints_names_the_test_that_lost_the_most():
     # A rubric hint is not the failure's diagnosis: it does not make a cause.
     tests = [lost("crashes", 5, ["README 3."], 0), lost("times out", 12, status=Status.TIMED_OUT)]
     assert fix_first(tests) == FixFirst(hint=None, tests=("times out",), points=12, lost=17)
+
+
+def test_fix_first_without_a_cause_points_into_the_write_up():
+    tests = [lost("crashes", 5, ["README 3."], 0), lost("wrong", 12, ["README 5: Nds after Mds."], 0)]
+    assert fix_first(tests) == FixFirst(
+        hint=None, tests=("wrong",), points=12, lost=17, pointer="README 5: Nds after Mds."
+    )
+
+
+def test_a_tests_cause_is_the_one_its_sizes_found_most_often():
+    one_size = "no element of P took any product: the phase loop ran no iteration"
+    phase = "every element misses the terms of the last phase (k = {}): the phase loop stops one phase short"
+    hints = [one_size] + [phase.format(n) for n in (16, 32, 48)] + ["other cause at 7", "README 5."]
+    first = fix_first([lost("small widths", 10, hints, len(hints) - 1)])
+    assert first is not None and first.hint == phase.format(16)
+
+
+def test_a_hazard_a_sanitizer_proved_is_fixed_before_causes_that_lost_more():
+    tests = [
+        lost("block sums match", 10, ["each block's sum took only its first 128 elements"]),
+        lost("block sum has no race under racecheck", 8, ["no __syncthreads() between store and read"]),
+        lost("block sum waits on a barrier", 2, ["make the correctness tests pass first."]),
+    ]
+    first = fix_first(tests)
+    assert first is not None and first.hint == "no __syncthreads() between store and read"
+    # A barrier some threads skip orders nothing: it is fixed before the races it may cause.
+    skipped = lost("block sum reaches each barrier under synccheck", 3, ["a barrier not reached by all"])
+    first = fix_first([*tests, skipped])
+    assert first is not None and first.hint == "a barrier not reached by all"
+    # A sanitizer test that found no hazard, only a deferral, proves nothing.
+    tests[1] = lost("block sum has no race under racecheck", 8, ["make the correctness tests pass first."])
+    first = fix_first(tests)
+    assert first is not None and first.hint == "each block's sum took only its first 128 elements"
 
 
 def test_fix_first_keeps_the_rubric_order_on_a_tie_and_ignores_what_did_not_run():
