@@ -406,12 +406,12 @@ std::vector<Alternative> matmul_index_mistakes(const std::vector<float>& M,
        "arguments, or M and N swapped in the kernel's dot product). P = M * N.",
        product_values(N, M, width, width, width)});
   mistakes.push_back(
-      {"the result is M times M: the matrix in N's place holds M (was h_M copied into d_N, or "
-       "M read where N should be?).",
+      {"the result is M times M: the matrix in N's place holds M (was h_M copied into d_N, M "
+       "read where N should be, or a tile of M stored over the tile of N?).",
        product_values(M, M, width, width, width)});
   mistakes.push_back(
-      {"the result is N times N: the matrix in M's place holds N (was h_N copied into d_M, or "
-       "N read where M should be?).",
+      {"the result is N times N: the matrix in M's place holds N (was h_N copied into d_M, N "
+       "read where M should be, or a tile of N stored over the tile of M?).",
        product_values(N, N, width, width, width)});
   return mistakes;
 }

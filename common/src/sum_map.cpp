@@ -97,7 +97,8 @@ SumDiagnosis explain_block_sums(const SumMap& map, int block) {
                   " elements, of a block of " + std::to_string(block) +
                   ": the reduction's first stride must be half the block, " +
                   std::to_string(block / 2) + ", so that every element is added in " +
-                  "(README section 5)",
+                  "(README section 5); a read of partial[] before the store it needs does the " +
+                  "same, which the racecheck test would report",
               ""};
     }
   }

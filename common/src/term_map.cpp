@@ -122,6 +122,7 @@ std::string describe(const Term& t, int c) {
   switch (t.kind) {
     case Term::Kind::none: return "nothing";
     case Term::Kind::several: return "N's row " + std::to_string(c) + " more than once";
+    case Term::Kind::twice: return "the right term twice";
     case Term::Kind::unreadable:
       return "a value the kit cannot read back (memory outside the inputs?)";
     case Term::Kind::one: break;
@@ -153,6 +154,94 @@ std::string one_element(const TermMap& map) {
     }
   }
   return "";
+}
+
+// Indices as a student reads them: runs of consecutive ones as "a to b".
+std::string index_list(const std::vector<int>& indices) {
+  std::string text;
+  for (std::size_t j = 0; j < indices.size();) {
+    std::size_t end = j;
+    while (end + 1 < indices.size() && indices[end + 1] == indices[end] + 1) ++end;
+    text += (j ? ", " : "") + range(indices[j], indices[end]);
+    j = end + 1;
+  }
+  return text;
+}
+
+// The loop over k inside a phase that skips the same positions of every phase: the missing
+// inner indices are exactly those whose position in their phase (c % tile) is in one set, with
+// more than one phase. Empty when the map shows something else.
+std::string missing_in_every_phase(const TermMap& map, const std::vector<int>& missing, int tile) {
+  if (tile <= 0 || map.inner <= tile) return "";
+  std::vector<char> skipped(tile, 0);
+  for (int c : missing) skipped[c % tile] = 1;
+  std::vector<int> positions;
+  for (int p = 0; p < tile; ++p) {
+    if (skipped[p]) positions.push_back(p);
+  }
+  std::size_t expected = 0;
+  for (int c = 0; c < map.inner; ++c) expected += skipped[c % tile];
+  if (expected != missing.size() || positions.size() == static_cast<std::size_t>(tile)) return "";
+  const std::string every =
+      "every element of P lacks, in every phase, the terms at k = " + index_list(positions) +
+      " of the tile (inner index " + index_list(missing) + ")";
+  if (positions.size() == 1 && positions[0] == 0) {
+    return every + ": the loop over k inside a phase starts at 1; start it at 0";
+  }
+  // A loop that stops at half the tile or later (k < TILE_WIDTH / 2, k < TILE_WIDTH - 1). One that
+  // keeps only a phase's first term or two is no mistake students make, and is what a kernel
+  // whose threads returned before loading their slots left on an H200 (lab 04's early return).
+  if (positions.back() == tile - 1 && positions.front() >= tile / 2 &&
+      positions.size() == static_cast<std::size_t>(tile - positions.front())) {
+    return every +
+           ": the loop over k inside a phase stops at k = " + std::to_string(positions.front()) +
+           "; run it while k < TILE_WIDTH";
+  }
+  return "";
+}
+
+// A last, partial phase whose tile slots past the edge of the matrices kept the previous
+// phase's values: every element took the right terms, and those of the previous phase's
+// matching slots twice. Empty when the map shows anything else.
+std::string stale_tile_terms(const TermMap& map, int tile) {
+  const int last_phase = tile > 0 ? (map.inner - 1) / tile * tile : 0;
+  const int edge = map.inner - last_phase;  // the slots of the last phase inside the matrices
+  if (tile <= 0 || last_phase == 0 || edge == tile) return "";
+  const int from = last_phase - tile + edge, to = last_phase - 1;
+  const bool stale = all_of(map, [&](int i, int k, int c, const Term& t) {
+    return c >= from && c <= to ? t.kind == Term::Kind::twice : right(i, k, c, t);
+  });
+  if (!stale) return "";
+  return "every element of P took the terms of inner index " + range(from, to) +
+         " twice: in the last, partial phase the tile slots past the edge of the matrices kept "
+         "the previous phase's values, which the kernel multiplied again; fill 0 into the tile "
+         "where the element lies outside the matrix (README section 3)";
+}
+
+// M read with rows of the wrong length: every readable term of P[i][k] is M's element at
+// i * length + c with N[c][k], for one length other than inner (M's elements past its end read
+// nothing the map knows). Empty when the map shows anything else.
+std::string m_row_length(const TermMap& map) {
+  if (map.rows < 2) return "";
+  const Term& probe = map.at(1, 0, 0);
+  if (probe.kind != Term::Kind::one) return "";
+  const int length = probe.m_row * map.inner + probe.m_col;  // where row 1 starts
+  if (length == map.inner || length <= 0) return "";
+  int readable = 0;
+  const bool fits = all_of(map, [&](int i, int k, int c, const Term& t) {
+    const long long flat = static_cast<long long>(i) * length + c;
+    if (t.kind != Term::Kind::one) return flat >= static_cast<long long>(map.rows) * map.inner;
+    ++readable;
+    return t.n_col == k && t.m_row * map.inner + t.m_col == flat;
+  });
+  if (!fits || readable == 0) return "";
+  const std::string which = length == map.cols   ? " (K, the columns of N and P)"
+                            : length == map.rows ? " (I, the rows of M and P)"
+                                                 : "";
+  return "M is indexed as if its rows were " + std::to_string(length) + " floats long" + which +
+         ": P[i][k] multiplied M's element i * " + std::to_string(length) +
+         " + c with N[c][k]; M has J columns, " + std::to_string(map.inner) +
+         ", so M[i][c] is M[i * J + c]";
 }
 
 }  // namespace
@@ -208,9 +297,14 @@ TermMap decode_terms(const std::vector<std::vector<float>>& which_m,
         t = Term{Term::Kind::one, m_code / inner, m_code % inner, n_code};
       } else if (m == Read::none && n == Read::none) {
         t.kind = Term::Kind::none;
-      } else if (m == Read::several || n == Read::several) {
-        t.kind = Term::Kind::several;
+      } else if (m == Read::several && n == Read::several) {
+        const int i = static_cast<int>(e) / cols, k = static_cast<int>(e) % cols;
+        const bool twice = which_m[c][e] == 2.0f * static_cast<float>(kCode + i * inner + c) &&
+                           which_n[c][e] == 2.0f * static_cast<float>(kCode + k);
+        t.kind = twice ? Term::Kind::twice : Term::Kind::several;
       } else {
+        // One family read several codes and the other did not: no kernel summing products of
+        // M and N does that (one tile written over the other does), so nothing is read from it.
         t.kind = Term::Kind::unreadable;
       }
     }
@@ -254,9 +348,12 @@ TermDiagnosis explain_terms(const TermMap& map, int tile) {
     const int lo = missing.front(), hi = missing.back();
     const bool contiguous = hi - lo + 1 == static_cast<int>(missing.size());
     if (static_cast<int>(missing.size()) == map.inner) {
-      return with(
-          "no element of P took any product: the loop over the inner dimension (or over "
-          "the phases) ran no iteration");
+      // Shown, not named: a loop that runs no iteration does this, and so does a product of two
+      // tiles laid over each other, whose values are 0 here too.
+      return {unwritten,
+              "no element of P took any product: every element is 0 (a loop over the inner "
+              "dimension or over the phases that runs no iteration leaves this, and so does "
+              "any kernel whose products all come out 0)"};
     }
     if (contiguous && lo == map.inner - 1 && hi == lo && lo == last_phase) {
       return with("every element of P lacks its last term, inner index " + std::to_string(lo) +
@@ -289,12 +386,46 @@ TermDiagnosis explain_terms(const TermMap& map, int tile) {
                   std::to_string(tile - 1) + ": the phase loop starts one phase late; start ph " +
                   "at 0");
     }
-    return with("every element of P lacks the terms of inner index " +
-                (contiguous
-                     ? range(lo, hi)
-                     : std::to_string(missing.size()) + " indices from " + std::to_string(lo)) +
-                " and takes the others right");
+    // A loop that steps by 2 to 4 (k += 2 for k++): wider steps, such as whole tiles, are what
+    // stale shared memory read as zeros may look like, and no mistake of the chapter.
+    for (int step = 2; step <= 4 && step < map.inner && (tile <= 0 || step < tile); ++step) {
+      std::size_t off_step = 0;  // the inner indices that are no multiple of step
+      for (int c = 0; c < map.inner; ++c) off_step += c % step != 0;
+      bool all_off_step = off_step == missing.size();
+      for (int c : missing) all_off_step = all_off_step && c % step != 0;
+      if (all_off_step) {
+        return with("every element of P took only the terms whose inner index is a multiple of " +
+                    std::to_string(step) + " (0, " + std::to_string(step) + ", " +
+                    std::to_string(2 * step) + ", ...): the loop over k steps by " +
+                    std::to_string(step) + "; step it by 1");
+      }
+    }
+    if (const std::string in_phase = missing_in_every_phase(map, missing, tile);
+        !in_phase.empty()) {
+      return with(in_phase);
+    }
+    if (contiguous && tile > 0 && lo % tile == 0 && lo > 0) {
+      // Phases counted along another side of P: as many as its tiles along the columns or rows.
+      const auto tiles = [&](int side) { return (side + tile - 1) / tile; };
+      const int ran = lo / tile;
+      const char* side = ran == tiles(map.cols)   ? "columns, K"
+                         : ran == tiles(map.rows) ? "rows, I"
+                                                  : nullptr;
+      if (side != nullptr && ran != tiles(map.inner)) {
+        return with("every element of P lacks the terms of inner index " + range(lo, hi) +
+                    ": the phase loop ran " + std::to_string(ran) +
+                    " times, as many as P has tiles along its " + side +
+                    "; phases run along J, the inner dimension: ceil(" + std::to_string(map.inner) +
+                    " / TILE_WIDTH) = " + std::to_string(tiles(map.inner)));
+      }
+    }
+    // Shown, not named: which terms are missing, and no rule of the chapter that explains it.
+    return {unwritten, "every element of P lacks the terms of inner index " +
+                           (contiguous ? range(lo, hi) : index_list(missing)) +
+                           " and takes the others right"};
   }
+  if (const std::string stale = stale_tile_terms(map, tile); !stale.empty()) return with(stale);
+  if (const std::string length = m_row_length(map); !length.empty()) return with(length);
   if (tile > 0 && map.inner > tile && all_of(map, [&](int i, int k, int c, const Term& t) {
         return t.kind == Term::Kind::one && t.m_row == i && t.n_col == k && t.m_col == c % tile;
       })) {
@@ -328,6 +459,41 @@ TermDiagnosis explain_terms(const TermMap& map, int tile) {
         "be seen then); N's element of inner index c and column k is N[c * width + k]");
   }
   return {unwritten, one_element(map)};  // the unwritten part proven, the rest shown
+}
+
+std::string wrong_element_text(const TermMap& map) { return one_element(map); }
+
+bool map_replays(const TermMap& map, const MatmulProblem& problem, const std::vector<float>& P) {
+  if (problem.rows != map.rows || problem.inner != map.inner || problem.cols != map.cols ||
+      P.size() != static_cast<std::size_t>(map.rows) * map.cols) {
+    return false;
+  }
+  const auto M = [&](int a, int b) { return static_cast<double>(problem.M[a * map.inner + b]); };
+  const auto N = [&](int a, int b) { return static_cast<double>(problem.N[a * map.cols + b]); };
+  for (int i = 0; i < map.rows; ++i) {
+    for (int k = 0; k < map.cols; ++k) {
+      const float got = P[static_cast<std::size_t>(i) * map.cols + k];
+      if (!map.was_written(i, k) || is_poison(got)) continue;
+      double sum = 0.0, size = 0.0;
+      bool known = true;
+      for (int c = 0; c < map.inner && known; ++c) {
+        const Term& t = map.at(i, k, c);
+        double term = 0.0;
+        if (t.kind == Term::Kind::one) {
+          term = M(t.m_row, t.m_col) * N(c, t.n_col);
+        } else if (t.kind == Term::Kind::twice) {
+          term = 2.0 * M(i, c) * N(c, k);
+        } else if (t.kind != Term::Kind::none) {
+          known = false;  // several or unreadable: the map does not say which products
+        }
+        sum += term;
+        size += std::fabs(term);
+      }
+      // The kernel sums in float in its own order; the map's sum is exact.
+      if (known && !(std::fabs(got - sum) <= 1e-4 * size + 1e-6)) return false;
+    }
+  }
+  return true;
 }
 
 void apply_term_diagnosis(Comparison& cmp, const TermDiagnosis& d) {

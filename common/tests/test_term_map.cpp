@@ -89,7 +89,9 @@ TEST_CASE("the term map names the mistake of the chapter that it proves", "[comm
   CHECK_THAT(explain(right_terms([](int c) { return c >= kTile; })),  // phases 1 and 2 only
              ContainsSubstring("lacks the products of the first phase, inner index 0 to 3: the "
                                "phase loop starts one phase late"));
-  CHECK_THAT(explain(right_terms([](int) { return false; })),
+  // Shown, not named: a tile written over the other leaves only zeros as well.
+  CHECK(explain(right_terms([](int) { return false; })).empty());
+  CHECK_THAT(kit::explain_terms(emulate(right_terms([](int) { return false; })), kTile).example,
              ContainsSubstring("no element of P took any product"));
   CHECK_THAT(explain([](int i, int k) {
                std::vector<std::array<int, 4>> t;
@@ -209,4 +211,114 @@ TEST_CASE("a correct kernel's term map made on the device shows every term in it
   CHECK(map.at(11, 0, 7).kind == kit::Term::Kind::one);
   CHECK(kit::explain_terms(map, 4).cause.empty());
   CHECK(kit::explain_terms(map, 4).example.empty());
+}
+
+TEST_CASE("a loop over k that skips the same slots of every phase is named", "[common][term_map]") {
+  CHECK_THAT(explain(right_terms([](int c) { return c % kTile != 0; })),
+             ContainsSubstring("terms at k = 0 of the tile (inner index 0, 4, 8)") &&
+                 ContainsSubstring("the loop over k inside a phase starts at 1"));
+  CHECK_THAT(explain(right_terms([](int c) { return c % kTile < 2; })),
+             ContainsSubstring("terms at k = 2 to 3 of the tile (inner index 2 to 3, 6 to 7)") &&
+                 ContainsSubstring("stops at k = 2; run it while k < TILE_WIDTH"));
+  // Only each phase's first term taken: what threads that returned early leave, not a loop bound.
+  CHECK(explain(right_terms([](int c) { return c % kTile == 0; })).empty());
+}
+
+TEST_CASE("terms missing by no rule of the chapter are shown and not named", "[common][term_map]") {
+  const kit::TermDiagnosis d =
+      kit::explain_terms(emulate(right_terms([](int c) { return c != 1 && c != 6; })), kTile);
+  CHECK(d.cause.empty());
+  CHECK_THAT(d.example, ContainsSubstring("lacks the terms of inner index 1, 6 and takes the "
+                                          "others right"));
+}
+
+TEST_CASE("tile slots that keep the previous phase's values are proven by terms taken twice",
+          "[common][term_map]") {
+  // Phases 0-3, 4-7, 8-9: the last phase's slots 2 and 3 lie past the edge and still hold the
+  // values of inner indices 6 and 7.
+  const kit::TermMap map = emulate([](int i, int k) {
+    auto t = right_terms()(i, k);
+    t.push_back({i, 6, 6, k});
+    t.push_back({i, 7, 7, k});
+    return t;
+  });
+  CHECK(map.at(2, 3, 6).kind == kit::Term::Kind::twice);
+  CHECK_THAT(kit::explain_terms(map, kTile).cause, ContainsSubstring("inner index 6 to 7 twice") &&
+                                                       ContainsSubstring("fill 0 into the tile"));
+  // Slots other than those past the edge taken twice: no such rule, nothing named.
+  CHECK(explain([](int i, int k) {
+          auto t = right_terms()(i, k);
+          t.push_back({i, 1, 1, k});
+          return t;
+        }).empty());
+}
+
+TEST_CASE("a term one family reads as several codes and the other does not is unreadable",
+          "[common][term_map]") {
+  // What a kernel whose Nds lies over Mds gives: N's codes multiplied by N's codes.
+  const std::size_t n = static_cast<std::size_t>(kRows) * kCols;
+  std::vector<std::vector<float>> which_m(kInner, std::vector<float>(n, 0.0f));
+  std::vector<std::vector<float>> which_n(kInner, std::vector<float>(n, 0.0f));
+  for (int c = 0; c < kInner; ++c) {
+    which_m[c][c] = 1.0f;              // a small integer, no code
+    which_n[c][c] = 3.0f * (1 << 26);  // several codes' worth
+  }
+  const kit::TermMap map = kit::decode_terms(which_m, which_n, kRows, kInner, kCols);
+  CHECK(map.at(0, 0, 0).kind == kit::Term::Kind::unreadable);
+  CHECK(kit::explain_terms(map, kTile).cause.empty());
+}
+
+TEST_CASE("a map's cause stands only when it gives back the kernel's result on ordinary inputs",
+          "[common][term_map]") {
+  const kit::MatmulProblem p = kit::make_matmul_problem(kRows, kInner, kCols, 7);
+  const kit::TermMap map = emulate(right_terms([](int c) { return c < 8; }));  // last phase gone
+  std::vector<float> P(static_cast<std::size_t>(kRows) * kCols);
+  for (int i = 0; i < kRows; ++i) {
+    for (int k = 0; k < kCols; ++k) {
+      double sum = 0.0;
+      for (int c = 0; c < 8; ++c) sum += double(p.M[i * kInner + c]) * p.N[c * kCols + k];
+      P[i * kCols + k] = static_cast<float>(sum);
+    }
+  }
+  CHECK(kit::map_replays(map, p, P));
+  P[17] += 0.5f;  // one element the map does not explain
+  CHECK_FALSE(kit::map_replays(map, p, P));
+}
+
+TEST_CASE("M read with rows of P's width instead of its own is named", "[common][term_map]") {
+  // M is 6 x 4, N 4 x 9: a kernel reading M[i * 9 + c] reads past M's 24 elements from row 3 on.
+  constexpr int rows = 6, inner = 4, cols = 9;
+  const auto product = [&](const std::vector<float>& M, const std::vector<float>& N) {
+    std::vector<float> P(static_cast<std::size_t>(rows) * cols);
+    for (int i = 0; i < rows; ++i) {
+      for (int k = 0; k < cols; ++k) {
+        float sum = 0.0f;
+        for (int c = 0; c < inner; ++c) {
+          const int flat = i * cols + c;
+          sum += (flat < rows * inner ? M[flat] : 0.5f) * N[c * cols + k];  // 0.5: not a code
+        }
+        P[i * cols + k] = sum;
+      }
+    }
+    return P;
+  };
+  std::vector<std::vector<float>> which_m, which_n;
+  for (int c = 0; c < inner; ++c) {
+    which_m.push_back(product(kit::which_m_M(rows, inner), kit::which_m_N(inner, cols, c)));
+    which_n.push_back(product(kit::which_n_M(rows, inner), kit::which_n_N(inner, cols, c)));
+  }
+  const kit::TermMap map = kit::decode_terms(which_m, which_n, rows, inner, cols);
+  CHECK_THAT(kit::explain_terms(map, 16).cause,
+             ContainsSubstring("rows were 9 floats long (K, the columns of N and P)") &&
+                 ContainsSubstring("M has J columns"));
+}
+
+TEST_CASE("a loop over k that steps by more than 1 is named", "[common][term_map]") {
+  CHECK_THAT(explain(right_terms([](int c) { return c % 2 == 0; })),
+             ContainsSubstring("the loop over k steps by 2; step it by 1"));
+  CHECK_THAT(explain(right_terms([](int c) { return c % 3 == 0; })),
+             ContainsSubstring("multiple of 3 (0, 3, 6, ...)"));
+  // A step of a whole tile is what zeros read from stale shared memory may look like: not named.
+  CHECK(explain(right_terms([](int c) { return c % kTile == 0; })).find("steps by") ==
+        std::string::npos);
 }

@@ -20,8 +20,10 @@
 namespace kit {
 
 // What one element of P took from one row of N.
+// twice: the right term, M[i][c] x N[c][k], taken twice (a tile slot that kept the previous
+// phase's values); several: two or more codes in both families, no other reading.
 struct Term {
-  enum class Kind { none, one, several, unreadable };
+  enum class Kind { none, one, twice, several, unreadable };
   Kind kind = Kind::none;
   int m_row = -1, m_col = -1;  // the M element it multiplied with (kind one)
   int n_col = -1;              // the column of N's row it read (kind one)
@@ -66,6 +68,16 @@ struct TermDiagnosis {
   std::string example;
 };
 TermDiagnosis explain_terms(const TermMap& map, int tile);
+
+// Whether the map, read as the kernel's own recipe (each element the sum of the terms it lists),
+// gives back `P`, the kernel's result on the problem's ordinary inputs: an element whose terms
+// are all known must match. A cause is named only when it does, so that a kernel whose values
+// the codes cannot describe (one tile written over another, say) is never given a map's cause.
+bool map_replays(const TermMap& map, const MatmulProblem& problem, const std::vector<float>& P);
+
+// What one wrong element of the map took, term by term (the example explain_terms gives when it
+// names no cause); empty when every written element is right.
+std::string wrong_element_text(const TermMap& map);
 
 // Puts a diagnosis into a comparison's report (check_matmul does, where the values proved no
 // cause): the proven cause becomes the report's first hint, in place of "the kit cannot tell
