@@ -107,6 +107,10 @@ std::vector<char> serve_one(const std::vector<char>& request) {
     return thrown(wire::Status::threw, wire::kOther, "this worker does not serve " + name);
   }
   WorkerArgs args(d);
+  // Before each call where the device is already in use (and, through WorkerArgs, before any call
+  // a device pointer crosses into): stale shared memory reads as the kit's value, never as a 0 that
+  // a diagnosis could take for a missing term (common/src/shared_poison.cu).
+  if (has_device() && has_context()) args.poison_shared_once();
   try {
     found->second(args);
   } catch (const CudaError& e) {
@@ -150,6 +154,12 @@ std::vector<char> call_back(std::vector<char> request) {
     throw std::runtime_error(d.text(kTextLimit));
   }
   return std::vector<char>(answer.begin() + 1, answer.end());
+}
+
+void WorkerArgs::poison_shared_once() {
+  if (shared_poisoned_) return;
+  shared_poisoned_ = true;
+  poison_shared_memory();
 }
 
 void* WorkerArgs::import_device_pointer(const DeviceRef& ref) {

@@ -38,6 +38,16 @@ struct Scale {
   }
 };
 
+// What a kernel reads from a static __shared__ array of n floats it never stored (n <= 1024).
+struct StaleShared {
+  static constexpr const char* name = "test::stale_shared";
+  template <class Wire>
+  static void args(Wire& w, float*& values, int& n) {
+    w.value(n);
+    w.host_out(values, n > 0 ? static_cast<std::size_t>(n) : 0);
+  }
+};
+
 struct Describe {
   static constexpr const char* name = "test::describe";
   template <class Wire>

@@ -48,6 +48,22 @@ void hog(int mib, int seconds) {
   sleep(static_cast<unsigned>(seconds));
 }
 
+__global__ void stale_shared_kernel(float* out, int n) {
+  __shared__ float never_stored[1024];
+  if (static_cast<int>(threadIdx.x) < n) out[threadIdx.x] = never_stored[threadIdx.x];
+}
+
+void stale_shared(float* values, int n) {
+  float* d = nullptr;
+  if (n < 1 || n > 1024 || cudaMalloc(&d, n * sizeof(float)) != cudaSuccess) {
+    throw std::runtime_error("test::stale_shared: bad n or no memory");
+  }
+  stale_shared_kernel<<<1, 1024>>>(d, n);
+  const bool ok = cudaMemcpy(values, d, n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess;
+  cudaFree(d);
+  if (!ok) throw std::runtime_error("test::stale_shared: the kernel failed");
+}
+
 // 64 KiB of local memory a thread: launched with many threads, the driver reserves local memory
 // for every thread that can be resident, and the context keeps it after the kernel.
 __global__ void local_hog_kernel(int* out, int n) {
@@ -89,6 +105,7 @@ long pid() { return static_cast<long>(getpid()); }
     kit::remote::serve<remote_test::Add>(&add),
     kit::remote::serve<remote_test::Scale>(&scale),
     kit::remote::serve<remote_test::Describe>(&describe),
+    kit::remote::serve<remote_test::StaleShared>(&stale_shared),
     kit::remote::serve<remote_test::Throw>(&throw_kind),
     kit::remote::serve<remote_test::Getenv>(&get),
     kit::remote::serve<remote_test::Address>(&address),

@@ -256,6 +256,21 @@ TEST_CASE("a test case keeps its workers only after a clean pass with no device 
   CHECK(run_in_one_process("[kept_workers]") == 0);
 }
 
+TEST_CASE("a call where the device is in use finds shared memory filled with the kit's value",
+          "[common][remote][gpu]") {
+  KIT_REQUIRE_GPU();
+  // The first call makes the worker's context; the calls after it are the ones poisoned.
+  std::vector<float> values(256, 1.0f);
+  for (int round = 0; round < 3; ++round) {
+    call<remote_test::StaleShared>(role, values.data(), 256);
+    if (round == 0) continue;
+    CAPTURE(round, values[0], values[255]);
+    int filled = 0;
+    for (float v : values) filled += v == kit::remote::kStaleShared;
+    CHECK(filled == 256);
+  }
+}
+
 TEST_CASE("a message that ends early is refused", "[common][remote]") {
   kit::remote::Encoder e;
   e.put<std::uint32_t>(7);

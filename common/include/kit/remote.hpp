@@ -364,6 +364,7 @@ class WorkerArgs {
       pointer = nullptr;
     } else if (kind == 1) {
       pointer = static_cast<T*>(import_device_pointer(d_.get<DeviceRef>()));
+      poison_shared_once();  // the call works on the device: the context exists now
     } else {
       pointer = reinterpret_cast<T*>(d_.get<std::uint64_t>());
     }
@@ -393,8 +394,12 @@ class WorkerArgs {
   // The reply: every host_out array as the call left it, then the result.
   Encoder& reply() { return reply_; }
   void write_outs();
+  // Fills shared memory (poison_shared_memory) once per call, before the student's code
+  // runs: where the device is already in use, and where a device pointer crosses.
+  void poison_shared_once();
 
  private:
+  bool shared_poisoned_ = false;
   static void* import_device_pointer(const DeviceRef& ref);
   void* host_array(std::size_t bytes, bool out);
   Decoder& d_;
@@ -406,6 +411,15 @@ class WorkerArgs {
 using Handler = std::function<void(WorkerArgs&)>;
 // Registers a call the worker serves (the lab's serve.cpp, at static initialisation).
 bool add_handler(const std::string& name, Handler handler);
+
+// What shared memory holds before each call of the student's code (common/src/shared_poison.cu):
+// finite, so that a read of a slot no thread stored is told from a read past the end of an input
+// (the guard bands' NaN), and no whole number, so that no term map reads it as a code.
+constexpr float kStaleShared = 1.0009765625f;  // 1 + 2^-10
+
+// Fills the shared memory of every SM with kStaleShared; the worker does before each call where
+// the device is in use.
+void poison_shared_memory();
 
 template <class Call, class R, class... P>
 bool serve(R (*function)(P...)) {
