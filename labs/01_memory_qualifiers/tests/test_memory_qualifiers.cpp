@@ -4,6 +4,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <cstdint>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "kit/remote.hpp"
 #include "kit/sanitizer.hpp"
 #include "kit/sass.hpp"
+#include "kit/synccheck.hpp"
 #include "kit/testing.hpp"
 #include "lab01_support.hpp"
 #include "memory_qualifiers.h"
@@ -214,13 +216,18 @@ TEST_CASE("set_polynomial copies the coefficients into the constant array",
         "cudaMemcpyToSymbol; a copy to anything else leaves the array as it was (README "
         "section 3).");
   }
-  bool rest_untouched = true;
-  for (int k = arrived; k < lab01::kMaxCoefficients; ++k) rest_untouched &= held[k] == -7.0f;
-  if (arrived > 0 && rest_untouched && arrived == count / static_cast<int>(sizeof(float))) {
-    FAIL("only the first " << arrived << " of " << count
-                           << " coefficients arrived, the rest of the array is as it was\nhint: "
-                              "that is count bytes: copy count * sizeof(float) bytes (README "
-                              "section 3).");
+  // Byte by byte: the first count bytes are the coefficients' and every later byte the marker's,
+  // which is what a copy of count bytes leaves, even where it ends inside a float.
+  const auto* held_bytes = reinterpret_cast<const unsigned char*>(held.data());
+  const bool count_bytes =
+      std::memcmp(held_bytes, c.data(), count) == 0 &&
+      std::memcmp(held_bytes + count, reinterpret_cast<const unsigned char*>(marker.data()) + count,
+                  held.size() * sizeof(float) - count) == 0;
+  if (count_bytes) {
+    FAIL("only the first " << count << " bytes of the " << count * sizeof(float)
+                           << " the coefficients take arrived, the rest of the array is as it "
+                              "was\nhint: that is count bytes: copy count * sizeof(float) bytes "
+                              "(README section 3).");
   }
   FAIL("the constant array holds " << held[arrived] << " at index " << arrived << ", expected "
                                    << c[arrived]
@@ -484,6 +491,16 @@ TEST_CASE("block sum kernel has no shared-memory race under racecheck", "[lab01]
 }
 
 // ---- Part 4: the private array ----
+
+TEST_CASE("block sum kernel lets every thread reach each barrier under synccheck",
+          "[lab01][safety][gpu]") {
+  KIT_REQUIRE_GPU();
+  const std::string tool = kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the barrier check");
+  kit::require_only_the_labs_kernels("README section 7");
+  kit::synccheck::check_barriers_reached(tool, KIT_BUILT_PATH(KIT_PROBE_PATH), {"block-sums"},
+                                         "block_sums_kernel", {"memory_qualifiers.cu"},
+                                         "README sections 5 and 11");
+}
 
 TEST_CASE("chunk histograms match the host reference when n is not a multiple of the chunk",
           "[lab01][correctness][gpu]") {

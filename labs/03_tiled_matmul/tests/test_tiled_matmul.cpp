@@ -11,6 +11,7 @@
 #include "kit/matmul_harness.hpp"
 #include "kit/poison.hpp"
 #include "kit/speed.hpp"
+#include "kit/synccheck.hpp"
 #include "kit/testing.hpp"
 #include "lab03_support.hpp"
 #include "racecheck.hpp"
@@ -107,6 +108,17 @@ TEST_CASE("tiled kernel has no shared-memory race under racecheck", "[lab03][saf
          << kit::sanitizer::tail(one.output + many.output)
          << "hint: the kernel or its launch failed; the correctness tests show how.");
   }
+}
+
+TEST_CASE("block transpose and tiled kernels let every thread reach each barrier under synccheck",
+          "[lab03][safety][gpu]") {
+  KIT_REQUIRE_GPU();
+  const std::string tool = lab03_tests::find_racecheck();
+  kit::require_only_the_labs_kernels("README section 12");
+  kit::synccheck::check_barriers_reached(
+      tool, KIT_BUILT_PATH(KIT_PROBE_PATH), {"transpose", "matmul"},
+      "block_transpose_kernel or tiled_matmul_kernel", {"block_transpose.cu", "tiled_matmul.cu"},
+      "README sections 4 and 15");
 }
 
 TEST_CASE("tiled kernel loads from global memory TILE_WIDTH times less often than the naive kernel",

@@ -78,12 +78,26 @@ inline std::vector<kit::Alternative> phase_mistakes(const kit::MatmulProblem& p,
                       p.rows, full, p.cols);
   const int ran = p.inner / tile;
   const std::string what = ran == 0 ? "no phase ran at all" : "the last, partial phase is missing";
-  mistakes.push_back({"the phase loop ran floor(" + std::to_string(p.inner) + " / " +
-                          std::to_string(tile) + ") = " + std::to_string(ran) +
-                          (ran == 1 ? " time: " : " times: ") + what +
-                          ". Round the number of phases up: (width + TILE_WIDTH - 1) / "
-                          "TILE_WIDTH (README section 3).",
-                      std::move(truncated)});
+  const std::string count = "the phase loop ran floor(" + std::to_string(p.inner) + " / " +
+                            std::to_string(tile) + ") = " + std::to_string(ran) +
+                            (ran == 1 ? " time" : " times");
+  // In a rectangular product the same count may be P's tiles along its columns or rows, and the
+  // values cannot tell which of the two loops was written: the hint names both.
+  const auto tiles = [tile](int side) { return (side + tile - 1) / tile; };
+  const bool square = p.rows == p.inner && p.cols == p.inner;
+  const char* side = square                 ? nullptr
+                     : ran == tiles(p.cols) ? "columns (K)"
+                     : ran == tiles(p.rows) ? "rows (I)"
+                                            : nullptr;
+  mistakes.push_back(
+      {side == nullptr
+           ? count + ": " + what +
+                 ". Round the number of phases up: (width + TILE_WIDTH - 1) / TILE_WIDTH "
+                 "(README section 3)."
+           : count + ", which is also the number of P's tiles along its " + side + ": " + what +
+                 ". Phases run along J, the inner dimension, rounded up: (J + TILE_WIDTH - 1) / "
+                 "TILE_WIDTH (README sections 3 and 5).",
+       std::move(truncated)});
   return mistakes;
 }
 

@@ -16,6 +16,7 @@
 #include "kit/poison.hpp"
 #include "kit/sanitizer.hpp"
 #include "kit/speed.hpp"
+#include "kit/synccheck.hpp"
 #include "kit/testing.hpp"
 #include "lab04_support.hpp"
 #include "reference_launch.hpp"
@@ -168,6 +169,17 @@ TEST_CASE("tiled kernels make no out-of-bounds access under memcheck", "[lab04][
     }
     FAIL_CHECK(out.str());
   }
+}
+
+TEST_CASE("tiled kernels let every thread reach each barrier under synccheck",
+          "[lab04][safety][gpu]") {
+  KIT_REQUIRE_GPU();
+  const std::string tool = kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the barrier check");
+  kit::require_only_the_labs_kernels("README section 9");
+  // Shapes no multiple of either tile: a barrier inside a guard splits a warp there.
+  kit::synccheck::check_barriers_reached(tool, KIT_BUILT_PATH(KIT_PROBE_PATH), {"square", "rect"},
+                                         "tiled_matmul_kernel or rect_matmul_kernel",
+                                         {"boundary_matmul.cu"}, "README section 3");
 }
 
 TEST_CASE("both tiled kernels keep two TILE_WIDTH x TILE_WIDTH float tiles in shared memory",
