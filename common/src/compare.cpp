@@ -260,7 +260,19 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
           << " column(s)): the store's guard and the grid's size are where to look.";
       } else {
         h << band.str() << " were never written: the grid does not cover the whole matrix. ";
-        if (small) {
+        // In a P that is not square, a grid whose x and y trade places covers
+        // ceil(cols / tile) tiles of rows and ceil(rows / tile) of columns: at some shapes the
+        // very band a grid rounded down leaves, and then the values cannot tell the two apart.
+        const auto covered = [tile](int side, int other) {
+          return std::min(side, (other + tile - 1) / tile * tile);
+        };
+        const bool swapped_fits = tile > 0 && rows != cols && r_end == covered(rows, cols) &&
+                                  c_end == covered(cols, rows);
+        if (small && swapped_fits) {
+          h << "Round the number of blocks up: (width + block - 1) / block; or, P not being "
+               "square, check that the grid's x counts blocks along the columns of P and its y "
+               "along its rows: swapped, they leave this band too at this shape.";
+        } else if (small) {
           h << "Round the number of blocks up: (width + block - 1) / block.";
         } else {
           h << "The blocks cover only the first " << r_end << " row(s) and " << c_end

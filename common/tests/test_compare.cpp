@@ -285,3 +285,18 @@ TEST_CASE("a report of observations only names no cause and one with a proven hi
   CHECK(kit::report_names_a_cause("detail\nhint: N is read transposed: ...\n"));
   CHECK_FALSE(kit::report_names_a_cause("detail with no hint\n"));
 }
+
+TEST_CASE("a band that a grid with x and y swapped leaves as well names both causes", "[common]") {
+  // P of 17 x 5 with TILE_WIDTH 16: a grid rounded down covers rows 0 to 15, and so does a grid
+  // whose y counts the tiles along the 5 columns (one).
+  const int rows = 17, inner = 9, cols = 5;
+  const std::vector<float> M = kit::random_matrix(rows, inner, 21);
+  const std::vector<float> N = kit::random_matrix(inner, cols, 22);
+  const kit::MatmulReference ref = kit::reference_matmul(M, N, rows, inner, cols);
+  std::vector<float> got;
+  for (double v : ref.value) got.push_back(static_cast<float>(v));
+  std::fill(got.end() - cols, got.end(), kit::poison_value());  // the last row
+  const std::string report = kit::compare_matrix(got, ref, {}, 16).report;
+  CHECK_THAT(report, ContainsSubstring("Round the number of blocks up") &&
+                         ContainsSubstring("swapped, they leave this band too"));
+}
