@@ -244,6 +244,33 @@ std::string m_row_length(const TermMap& map) {
          ", so M[i][c] is M[i * J + c]";
 }
 
+// M's inner index and N's out of step by a constant d: every readable term of P[i][k] is
+// M[i][c + d] x N[c][k], the terms whose c + d falls outside M's row reading nothing the map
+// knows. The sums cannot tell which load is off (M's index by +d or N's by -d), so the text
+// names both.
+std::string out_of_step(const TermMap& map) {
+  int d = 0;
+  bool found = false;
+  for (int c = 0; c < map.inner && !found; ++c) {
+    const Term& t = map.at(0, 0, c);
+    if (t.kind == Term::Kind::one && t.m_row == 0 && t.n_col == 0) d = t.m_col - c, found = true;
+  }
+  if (!found || d == 0) return "";
+  int readable = 0;
+  const bool fits = all_of(map, [&](int i, int k, int c, const Term& t) {
+    const bool inside = c + d >= 0 && c + d < map.inner;
+    if (t.kind != Term::Kind::one) return !inside && t.kind != Term::Kind::several;
+    ++readable;
+    return inside && t.m_row == i && t.n_col == k && t.m_col == c + d;
+  });
+  if (!fits || readable == 0) return "";
+  const std::string by = std::to_string(d < 0 ? -d : d);
+  return "P[i][k] multiplied M[i][c " + std::string(d < 0 ? "- " : "+ ") + by +
+         "] with N[c][k]: the inner index of M and that of N are out of step by " + by +
+         "; one of the two loads (its phase offset, or tx and ty in it) is off by " + by +
+         ", and the values cannot tell which";
+}
+
 }  // namespace
 
 std::vector<float> which_m_M(int rows, int inner) {
@@ -426,6 +453,7 @@ TermDiagnosis explain_terms(const TermMap& map, int tile) {
   }
   if (const std::string stale = stale_tile_terms(map, tile); !stale.empty()) return with(stale);
   if (const std::string length = m_row_length(map); !length.empty()) return with(length);
+  if (const std::string step = out_of_step(map); !step.empty()) return with(step);
   if (tile > 0 && map.inner > tile && all_of(map, [&](int i, int k, int c, const Term& t) {
         return t.kind == Term::Kind::one && t.m_row == i && t.n_col == k && t.m_col == c % tile;
       })) {

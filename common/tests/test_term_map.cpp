@@ -322,3 +322,16 @@ TEST_CASE("a loop over k that steps by more than 1 is named", "[common][term_map
   CHECK(explain(right_terms([](int c) { return c % kTile == 0; })).find("steps by") ==
         std::string::npos);
 }
+
+TEST_CASE("M and N read out of step by one are named without blaming either load",
+          "[common][term_map]") {
+  // M's index one to the right: the last term reads past M's row, here as nothing.
+  const std::string cause = explain([](int i, int k) {
+    std::vector<std::array<int, 4>> t;
+    for (int c = 0; c + 1 < kInner; ++c) t.push_back({i, c + 1, c, k});
+    return t;
+  });
+  CHECK_THAT(cause, ContainsSubstring("multiplied M[i][c + 1] with N[c][k]") &&
+                        ContainsSubstring("out of step by 1") &&
+                        ContainsSubstring("cannot tell which"));
+}
