@@ -83,7 +83,8 @@ class Worker {
                              const std::vector<Callback>& callbacks) {
     if (pid_ <= 0) start();
     Encoder request;
-    request.text(name);
+    // A timed call carries the mark before its name (TimedCalls); messages keep the bare name.
+    request.text(calls_are_timed() ? kTimedMark + name : name);
     request.bytes(arguments.data(), arguments.size());
     if (!wire::send_frame(fd_, request.buffer())) {
       throw WorkerError(ended("before it took " + name));

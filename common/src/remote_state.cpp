@@ -18,6 +18,14 @@ std::atomic<bool> remote{false};
 bool calls_are_remote() { return remote; }
 void mark_calls_remote() { remote = true; }
 
+namespace {
+std::atomic<bool> timed{false};
+}  // namespace
+
+bool calls_are_timed() { return timed; }
+TimedCalls::TimedCalls() { timed = true; }
+TimedCalls::~TimedCalls() { timed = false; }
+
 bool driver_loaded() {
   // The link map, in memory: dlopen(RTLD_NOLOAD) would search the library path for a library not
   // loaded, a dozen failed opens on every call of a host-only test.

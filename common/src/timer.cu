@@ -156,6 +156,8 @@ Timing time_on_device(const std::function<void()>& launch, TimingOptions options
     // A judge's calls run in a worker's CUDA context, which this process's events cannot see:
     // each is timed by the host clock from request to reply, which comes after the worker's
     // device is idle (kit/remote.hpp). The reference is timed the same way in its own worker.
+    // The worker leaves shared memory as it is during these calls: its fill is not timed.
+    const remote::TimedCalls timed;
     for (int i = 0; i < options.repeats; ++i, ++call) {
       if (hooks.before) hooks.before(call);
       l2.flush(i);

@@ -48,6 +48,15 @@ struct StaleShared {
   }
 };
 
+// Every SM's shared memory set to one value by a kernel of the test worker's own.
+struct FillShared {
+  static constexpr const char* name = "test::fill_shared";
+  template <class Wire>
+  static void args(Wire& w, float& value) {
+    w.value(value);
+  }
+};
+
 struct Describe {
   static constexpr const char* name = "test::describe";
   template <class Wire>

@@ -53,6 +53,24 @@ __global__ void stale_shared_kernel(float* out, int n) {
   if (static_cast<int>(threadIdx.x) < n) out[threadIdx.x] = never_stored[threadIdx.x];
 }
 
+__global__ void fill_shared_kernel(float value, int floats) {
+  extern __shared__ float slots[];
+  for (int i = threadIdx.x; i < floats; i += blockDim.x) slots[i] = value;
+}
+
+// The whole of every SM's shared memory set to value, as the worker's own fill does.
+void fill_shared(float value) {
+  int optin = 0, sms = 0;
+  if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess ||
+      cudaFuncSetAttribute(fill_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           optin) != cudaSuccess) {
+    throw std::runtime_error("test::fill_shared: no device attributes");
+  }
+  fill_shared_kernel<<<2 * sms, 1024, optin>>>(value, optin / static_cast<int>(sizeof(float)));
+  if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("test::fill_shared failed");
+}
+
 void stale_shared(float* values, int n) {
   float* d = nullptr;
   if (n < 1 || n > 1024 || cudaMalloc(&d, n * sizeof(float)) != cudaSuccess) {
@@ -106,6 +124,7 @@ long pid() { return static_cast<long>(getpid()); }
     kit::remote::serve<remote_test::Scale>(&scale),
     kit::remote::serve<remote_test::Describe>(&describe),
     kit::remote::serve<remote_test::StaleShared>(&stale_shared),
+    kit::remote::serve<remote_test::FillShared>(&fill_shared),
     kit::remote::serve<remote_test::Throw>(&throw_kind),
     kit::remote::serve<remote_test::Getenv>(&get),
     kit::remote::serve<remote_test::Address>(&address),

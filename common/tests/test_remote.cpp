@@ -259,16 +259,27 @@ TEST_CASE("a test case keeps its workers only after a clean pass with no device 
 TEST_CASE("a call where the device is in use finds shared memory filled with the kit's value",
           "[common][remote][gpu]") {
   KIT_REQUIRE_GPU();
-  // The first call makes the worker's context; the calls after it are the ones poisoned.
   std::vector<float> values(256, 1.0f);
-  for (int round = 0; round < 3; ++round) {
+  const auto all_read = [&](float expected) {
     call<remote_test::StaleShared>(role, values.data(), 256);
-    if (round == 0) continue;
-    CAPTURE(round, values[0], values[255]);
-    int filled = 0;
-    for (float v : values) filled += v == kit::remote::kStaleShared;
-    CHECK(filled == 256);
+    CAPTURE(expected, values[0], values[255]);
+    int same = 0;
+    for (float v : values) same += v == expected;
+    CHECK(same == 256);
+  };
+  // The first call makes the worker's context; the calls after it are the ones filled, and each
+  // finds the fill, not the -2 the call before it left.
+  call<remote_test::StaleShared>(role, values.data(), 256);
+  all_read(kit::remote::kStaleShared);
+  call<remote_test::FillShared>(role, -2.0f);
+  all_read(kit::remote::kStaleShared);
+  call<remote_test::FillShared>(role, -2.0f);
+  {
+    // A timed call is not filled: it finds what the call before it left.
+    const kit::remote::TimedCalls timed;
+    all_read(-2.0f);
   }
+  all_read(kit::remote::kStaleShared);
 }
 
 TEST_CASE("a message that ends early is refused", "[common][remote]") {

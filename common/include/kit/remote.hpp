@@ -286,6 +286,19 @@ R call(Role role, A... arguments) {
 bool calls_are_remote();
 void mark_calls_remote();
 
+// While one lives, the judge's calls are being timed (kit::time_on_device): each goes out with
+// kTimedMark before its name, and the worker then leaves shared memory as it is, so that the
+// fill (poison_shared_memory) is not part of any student's or reference's time.
+class TimedCalls {
+ public:
+  TimedCalls();
+  ~TimedCalls();
+  TimedCalls(const TimedCalls&) = delete;
+  TimedCalls& operator=(const TimedCalls&) = delete;
+};
+bool calls_are_timed();
+constexpr char kTimedMark = '!';
+
 // Whether this process has loaded the CUDA driver (libcuda), asked without loading it: the CUDA
 // runtime loads it as it starts, so a process that has not has no context and no device memory.
 // Asking the runtime instead would start it and make a context: 0.1-0.3 s on an H200, far more
@@ -397,6 +410,8 @@ class WorkerArgs {
   // Fills shared memory (poison_shared_memory) once per call, before the student's code
   // runs: where the device is already in use, and where a device pointer crosses.
   void poison_shared_once();
+  // A timed call's: no fill at all (TimedCalls).
+  void leave_shared_memory();
 
  private:
   bool shared_poisoned_ = false;
