@@ -450,6 +450,8 @@ def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
     # The kit's own solutions and mutants: trusted code, graded without the sandbox.
     options = replace(_grade_options(kit, args), confine=False)
     only = frozenset(name.strip() for name in args.only.split(",") if name.strip()) if args.only else None
+    if args.only is not None and not only:
+        raise GraderError("validate --only: give the names of mutants or variants, e.g. --only early_return")
     report = run_validate(kit, options, make_progress(), only)
     print()
     print(format_table(report.verdicts))

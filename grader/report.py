@@ -214,7 +214,10 @@ def fix_first_lines(first: FixFirst | None) -> list[str]:
     share = f"{format_points(first.points)} of the {format_points(first.lost)} points lost here"
     if first.hint is None:
         # No test proved a cause: the test that lost the most, and where the write-up explains it.
-        pointer = f" Start from {first.pointer}" if first.pointer else ""
+        pointer = ""
+        if first.pointer:
+            lead = "Start from" if first.pointer.lower().startswith(("readme", "lab ")) else "Its note:"
+            pointer = f" {lead} {first.pointer}"
         return [
             f"Fix first: the test {first.tests[0]!r} ({share}); its messages below say what went "
             f"wrong.{pointer}"

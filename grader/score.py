@@ -185,7 +185,10 @@ DEFERRAL_MARKS = ("pass first", ") first; this test", "tests show how", "test sh
 
 
 # A hint that is only a pointer into the write-up ("README section 3.") names no cause either.
-POINTER_ONLY = re.compile(r"(lab \d+'s )?readme,? sections? [\d ,and]+\.?")
+_SECTION = r"\d+(?:\.\d+)*"
+POINTER_ONLY = re.compile(
+    rf"(?:lab \d+'s )?readme,? (?:sections? )?{_SECTION}(?:(?:, | and |, and ){_SECTION})*\.?"
+)
 
 
 def names_a_cause(hint: str) -> bool:
@@ -269,7 +272,10 @@ def fix_first(tests: list[TestScore]) -> FixFirst | None:
         return round(sum(test.max_points - test.points for test in group), 2)
 
     def rank(group: tuple[str | None, list[TestScore]]) -> tuple[int, float]:
-        return max(hazard_rank(test) for test in group[1]), lost(group[1])
+        # A hazard counts only where its test proved one: a sanitizer test that only defers to
+        # the correctness tests ("make them pass first") is a bare test like any other.
+        hazard = max(hazard_rank(test) for test in group[1]) if group[0] is not None else 0
+        return hazard, lost(group[1])
 
     caused = [group for group in groups.values() if group[0] is not None]
     # max keeps the first of equals: the rubric's order

@@ -252,22 +252,23 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
       const bool small = rows - r_end < kMaxBlockWidth && cols - c_end < kMaxBlockWidth;
       const bool grid_shaped = tile <= 0 || ((r_end == rows || rows - r_end == rows % tile) &&
                                              (c_end == cols || cols - c_end == cols % tile));
+      // In a P that is not square, a grid whose x and y trade places covers ceil(cols / tile)
+      // tiles of rows and ceil(rows / tile) of columns: at some shapes the very band a grid
+      // rounded down leaves, and then the values cannot tell the two apart.
+      const auto covered = [tile](int side, int other) {
+        return std::min(side, (other + tile - 1) / tile * tile);
+      };
+      const bool swapped_fits =
+          tile > 0 && rows != cols && r_end == covered(rows, cols) && c_end == covered(cols, rows);
       std::ostringstream h;
       if (small && !grid_shaped) {
         h << kCannotTellWhy << ": " << band.str()
           << " were never written, not the band a grid rounded down leaves with TILE_WIDTH " << tile
           << " (the last " << rows % tile << " row(s) and " << cols % tile
-          << " column(s)): the store's guard and the grid's size are where to look.";
+          << " column(s)): the store's guard and the grid's size are where to look"
+          << (swapped_fits ? ", and a grid whose x and y are swapped leaves this band" : "") << ".";
       } else {
         h << band.str() << " were never written: the grid does not cover the whole matrix. ";
-        // In a P that is not square, a grid whose x and y trade places covers
-        // ceil(cols / tile) tiles of rows and ceil(rows / tile) of columns: at some shapes the
-        // very band a grid rounded down leaves, and then the values cannot tell the two apart.
-        const auto covered = [tile](int side, int other) {
-          return std::min(side, (other + tile - 1) / tile * tile);
-        };
-        const bool swapped_fits = tile > 0 && rows != cols && r_end == covered(rows, cols) &&
-                                  c_end == covered(cols, rows);
         if (small && swapped_fits) {
           h << "Round the number of blocks up: (width + block - 1) / block; or, P not being "
                "square, check that the grid's x counts blocks along the columns of P and its y "

@@ -45,10 +45,9 @@ std::vector<float> run_matmul(const MatmulProblem& problem, const MatmulLaunch& 
 
 namespace {
 
-// Term maps one test case may make that name no cause: each is 2 * inner launches. A test case
-// runs several sizes, and a map at one of them may name nothing (a kernel that reads stale shared
-// memory at a width below the tile) where the next size proves the cause; once one map has named
-// a cause, the case makes no more.
+// Term maps one test case may make: each is 2 * inner launches. A test case runs several sizes,
+// and a map at one of them may name nothing where the next size proves the cause: up to this many
+// maps, until one has named a cause, after which the case makes no more.
 constexpr int kTermMapsPerTestCase = 4;
 
 struct TermMapBudget {
@@ -95,7 +94,6 @@ Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch
       // proves nothing, and what one element took is shown instead.
       d = {"", wrong_element_text(map)};
     }
-    budget->named = !d.cause.empty();
     // Right on whole numbers, 0 on these fractions: only a conversion to an integer does that.
     if (d.cause.empty() && d.example.empty() &&
         cmp.report.find(kAllWrittenZero) != std::string::npos) {
@@ -104,6 +102,7 @@ Comparison check_matmul(const MatmulProblem& problem, const MatmulLaunch& launch
           "smaller than 1: the sum is converted to an integer along the way, as a sum kept in an "
           "int is; accumulate Pvalue in a float";
     }
+    budget->named = !d.cause.empty();
     apply_term_diagnosis(cmp, d);
   } catch (const std::exception&) {
     // The launch failed on the map's inputs (a fault, a worker that died): the comparison stands

@@ -215,7 +215,7 @@ std::string stale_tile_terms(const TermMap& map, int tile) {
   return "every element of P took the terms of inner index " + range(from, to) +
          " twice: in the last, partial phase the tile slots past the edge of the matrices kept "
          "the previous phase's values, which the kernel multiplied again; fill 0 into the tile "
-         "where the element lies outside the matrix (README section 3)";
+         "where the element lies outside the matrix (lab 04's README, section 3)";
 }
 
 // M read with rows of the wrong length: every readable term of P[i][k] is M's element at
@@ -431,7 +431,7 @@ TermDiagnosis explain_terms(const TermMap& map, int tile) {
         !in_phase.empty()) {
       return with(in_phase);
     }
-    if (contiguous && tile > 0 && lo % tile == 0 && lo > 0) {
+    if (contiguous && tile > 0 && lo % tile == 0 && lo > 0 && hi == map.inner - 1) {
       // Phases counted along another side of P: as many as its tiles along the columns or rows.
       const auto tiles = [&](int side) { return (side + tile - 1) / tile; };
       const int ran = lo / tile;
@@ -441,7 +441,7 @@ TermDiagnosis explain_terms(const TermMap& map, int tile) {
       if (side != nullptr && ran != tiles(map.inner)) {
         return with("every element of P lacks the terms of inner index " + range(lo, hi) +
                     ": the phase loop ran " + std::to_string(ran) +
-                    " times, as many as P has tiles along its " + side +
+                    (ran == 1 ? " time" : " times") + ", as many as P has tiles along its " + side +
                     "; phases run along J, the inner dimension: ceil(" + std::to_string(map.inner) +
                     " / TILE_WIDTH) = " + std::to_string(tiles(map.inner)));
       }

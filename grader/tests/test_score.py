@@ -184,6 +184,9 @@ def test_fix_first_never_leads_with_what_was_only_observed():
 def test_a_bare_pointer_into_the_write_up_is_no_cause():
     assert not names_a_cause("README section 3.")
     assert not names_a_cause("README sections 3 and 7")
+    assert not names_a_cause("README section 4.1.")
+    assert not names_a_cause("Lab 03's README, sections 5 and 10")
+    assert names_a_cause("README section and then some")
     assert names_a_cause("README section 3: the third launch parameter is in bytes.")
 
 
@@ -249,6 +252,13 @@ def test_a_hazard_a_sanitizer_proved_is_fixed_before_causes_that_lost_more():
     tests[1] = lost("block sum has no race under racecheck", 8, ["make the correctness tests pass first."])
     first = fix_first(tests)
     assert first is not None and first.hint == "each block's sum took only its first 128 elements"
+    # Nor does it lead when nothing is proven: the test that lost the most does.
+    observed = lost("block sums match", 10, ["the kit cannot tell why from the values: 3 wrong"])
+    deferring = lost(
+        "block sum reaches each barrier under synccheck", 3, ["make the correctness tests pass first."]
+    )
+    first = fix_first([observed, deferring])
+    assert first is not None and first.hint is None and first.tests == ("block sums match",)
 
 
 def test_fix_first_keeps_the_rubric_order_on_a_tie_and_ignores_what_did_not_run():

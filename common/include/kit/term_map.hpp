@@ -71,8 +71,11 @@ TermDiagnosis explain_terms(const TermMap& map, int tile);
 
 // Whether the map, read as the kernel's own recipe (each element the sum of the terms it lists),
 // gives back `P`, the kernel's result on the problem's ordinary inputs: an element whose terms
-// are all known must match. A cause is named only when it does, so that a kernel whose values
-// the codes cannot describe (one tile written over another, say) is never given a map's cause.
+// are all known (none, one, twice) must match; one with a term read as several or unreadable is
+// not checked. A cause is named only when it does, so that a kernel whose values the codes cannot
+// describe (one tile written over another, say) is not given a map's cause. The two rules built
+// on terms read as several (N transposed, N's rows without the phase offset) rest instead on
+// both families reading several codes in exactly the pattern they name (decode_terms).
 bool map_replays(const TermMap& map, const MatmulProblem& problem, const std::vector<float>& P);
 
 // What one wrong element of the map took, term by term (the example explain_terms gives when it

@@ -113,7 +113,7 @@ TEST_CASE("tiled kernel has no shared-memory race under racecheck", "[lab03][saf
 TEST_CASE("block transpose and tiled kernels let every thread reach each barrier under synccheck",
           "[lab03][safety][gpu]") {
   KIT_REQUIRE_GPU();
-  const std::string tool = lab03_tests::find_racecheck();
+  const std::string tool = kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the barrier check");
   kit::require_only_the_labs_kernels("README section 12");
   kit::synccheck::check_barriers_reached(
       tool, KIT_BUILT_PATH(KIT_PROBE_PATH), {"transpose", "matmul"},
