@@ -12,14 +12,16 @@
 namespace kit::remote {
 namespace {
 
-__global__ void fill_shared_memory(int floats) {
+__global__ void fill_kernel(float value, int floats) {
   extern __shared__ float slots[];
-  for (int i = threadIdx.x; i < floats; i += blockDim.x) slots[i] = kStaleShared;
+  for (int i = threadIdx.x; i < floats; i += blockDim.x) slots[i] = value;
 }
 
 }  // namespace
 
-void poison_shared_memory() {
+void poison_shared_memory() { fill_shared_memory(kStaleShared); }
+
+void fill_shared_memory(float value) {
   static int bytes = -1, blocks = 0;
   if (bytes < 0) {
     int device = 0, optin = 0, sms = 0;
@@ -27,8 +29,8 @@ void poison_shared_memory() {
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
             cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaFuncSetAttribute(fill_shared_memory, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             optin) != cudaSuccess) {
+        cudaFuncSetAttribute(fill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin) !=
+            cudaSuccess) {
       (void)cudaGetLastError();
       bytes = 0;  // not here: the calls run as they would without it
       return;
@@ -36,7 +38,7 @@ void poison_shared_memory() {
     bytes = optin, blocks = 2 * sms;  // one block fills an SM's shared memory; two per SM
   }
   if (bytes == 0) return;
-  fill_shared_memory<<<blocks, 1024, bytes>>>(bytes / static_cast<int>(sizeof(float)));
+  fill_kernel<<<blocks, 1024, bytes>>>(value, bytes / static_cast<int>(sizeof(float)));
   // A failure here is the kit's, not the student's: it must not be reported as theirs.
   (void)cudaGetLastError();
 }

@@ -53,21 +53,9 @@ __global__ void stale_shared_kernel(float* out, int n) {
   if (static_cast<int>(threadIdx.x) < n) out[threadIdx.x] = never_stored[threadIdx.x];
 }
 
-__global__ void fill_shared_kernel(float value, int floats) {
-  extern __shared__ float slots[];
-  for (int i = threadIdx.x; i < floats; i += blockDim.x) slots[i] = value;
-}
-
-// The whole of every SM's shared memory set to value, as the worker's own fill does.
+// Every SM's shared memory set to value, by the worker's own fill.
 void fill_shared(float value) {
-  int optin = 0, sms = 0;
-  if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess ||
-      cudaFuncSetAttribute(fill_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           optin) != cudaSuccess) {
-    throw std::runtime_error("test::fill_shared: no device attributes");
-  }
-  fill_shared_kernel<<<2 * sms, 1024, optin>>>(value, optin / static_cast<int>(sizeof(float)));
+  kit::remote::fill_shared_memory(value);
   if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("test::fill_shared failed");
 }
 

@@ -435,6 +435,9 @@ constexpr float kStaleShared = 1.0009765625f;  // 1 + 2^-10
 // Fills the shared memory of every SM with kStaleShared; the worker does before each call where
 // the device is in use.
 void poison_shared_memory();
+// Every SM's shared memory set to `value` (what poison_shared_memory does with kStaleShared); a
+// failure is left unreported, the calls then running as they would without it.
+void fill_shared_memory(float value);
 
 template <class Call, class R, class... P>
 bool serve(R (*function)(P...)) {
