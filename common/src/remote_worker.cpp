@@ -99,6 +99,15 @@ std::vector<char> device_error(const std::string& name) {
                 "kernel execution failed: " + text, static_cast<int>(code));
 }
 
+// The fill before each launch, on for one call's span (off again however the call ends).
+class FillBeforeLaunches {
+ public:
+  explicit FillBeforeLaunches(bool on) { fill_before_launches(on); }
+  ~FillBeforeLaunches() { fill_before_launches(false); }
+  FillBeforeLaunches(const FillBeforeLaunches&) = delete;
+  FillBeforeLaunches& operator=(const FillBeforeLaunches&) = delete;
+};
+
 std::vector<char> serve_one(const std::vector<char>& request) {
   Decoder d(request.data(), request.size());
   std::string name = d.text(256);
@@ -110,11 +119,9 @@ std::vector<char> serve_one(const std::vector<char>& request) {
     return thrown(wire::Status::threw, wire::kOther, "this worker does not serve " + name);
   }
   WorkerArgs args(d);
-  if (timed) args.leave_shared_memory();
-  // Before each call where the device is already in use (and, through WorkerArgs, before any call
-  // a device pointer crosses into): stale shared memory reads as the kit's value, never as a 0 that
-  // a diagnosis could take for a missing term (common/src/shared_poison.cu).
-  if (has_device() && has_context()) args.poison_shared_once();
+  // Each kernel the call launches finds shared memory filled with the kit's value, never a 0 that
+  // a diagnosis could take for a missing term (common/src/shared_poison.cu); a timed call's do not.
+  const FillBeforeLaunches fill(!timed);
   try {
     found->second(args);
   } catch (const CudaError& e) {
@@ -158,14 +165,6 @@ std::vector<char> call_back(std::vector<char> request) {
     throw std::runtime_error(d.text(kTextLimit));
   }
   return std::vector<char>(answer.begin() + 1, answer.end());
-}
-
-void WorkerArgs::leave_shared_memory() { shared_poisoned_ = true; }
-
-void WorkerArgs::poison_shared_once() {
-  if (shared_poisoned_) return;
-  shared_poisoned_ = true;
-  poison_shared_memory();
 }
 
 void* WorkerArgs::import_device_pointer(const DeviceRef& ref) {

@@ -288,7 +288,7 @@ void mark_calls_remote();
 
 // While one lives, the judge's calls are being timed (kit::time_on_device): each goes out with
 // kTimedMark before its name, and the worker then leaves shared memory as it is, so that the
-// fill (poison_shared_memory) is not part of any student's or reference's time.
+// fill (fill_before_launches) is not part of any student's or reference's time.
 class TimedCalls {
  public:
   TimedCalls();
@@ -377,7 +377,6 @@ class WorkerArgs {
       pointer = nullptr;
     } else if (kind == 1) {
       pointer = static_cast<T*>(import_device_pointer(d_.get<DeviceRef>()));
-      poison_shared_once();  // the call works on the device: the context exists now
     } else {
       pointer = reinterpret_cast<T*>(d_.get<std::uint64_t>());
     }
@@ -407,14 +406,8 @@ class WorkerArgs {
   // The reply: every host_out array as the call left it, then the result.
   Encoder& reply() { return reply_; }
   void write_outs();
-  // Fills shared memory (poison_shared_memory) once per call, before the student's code
-  // runs: where the device is already in use, and where a device pointer crosses.
-  void poison_shared_once();
-  // A timed call's: no fill at all (TimedCalls).
-  void leave_shared_memory();
 
  private:
-  bool shared_poisoned_ = false;
   static void* import_device_pointer(const DeviceRef& ref);
   void* host_array(std::size_t bytes, bool out);
   Decoder& d_;
@@ -427,15 +420,18 @@ using Handler = std::function<void(WorkerArgs&)>;
 // Registers a call the worker serves (the lab's serve.cpp, at static initialisation).
 bool add_handler(const std::string& name, Handler handler);
 
-// What shared memory holds before each call of the student's code (common/src/shared_poison.cu):
-// finite, so that a read of a slot no thread stored is told from a read past the end of an input
-// (the guard bands' NaN), and no whole number, so that no term map reads it as a code.
+// What shared memory holds when a kernel of the student's code starts
+// (common/src/shared_poison.cu): finite, so that a read of a slot no thread stored is told from a
+// read past the end of an input (the guard bands' NaN), and no whole number, so that no term map
+// reads it as a code.
 constexpr float kStaleShared = 1.0009765625f;  // 1 + 2^-10
 
-// Fills the shared memory of every SM with kStaleShared; the worker does before each call where
-// the device is in use.
-void poison_shared_memory();
-// Every SM's shared memory set to `value` (what poison_shared_memory does with kStaleShared); a
+// While on, every kernel the worker's process launches (the student's, through the runtime's
+// launch calls, which the worker's link wraps) is preceded, in its own stream, by a kernel that
+// fills every SM's shared memory with kStaleShared. The worker turns it on for each call it
+// serves, except the judge's timed calls.
+void fill_before_launches(bool on);
+// Every SM's shared memory set to `value`, now (what precedes each launch, with kStaleShared); a
 // failure is left unreported, the calls then running as they would without it.
 void fill_shared_memory(float value);
 
