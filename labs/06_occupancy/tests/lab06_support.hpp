@@ -304,16 +304,19 @@ inline std::string diagnose(const DeviceLimits& d, const KernelUsage& k, const O
             << "the " << d.max_registers_per_block << " one block may have "
             << "(max_registers_per_block): it cannot launch, so blocks_by_registers is 0 "
                "(README 4.2).\n";
-    } else if (per_warp && got.blocks_by_registers == fit / warps && fit != fit_down) {
+    } else if (per_warp && fit != fit_down &&
+               (got.blocks_by_registers == fit / warps ||
+                got.blocks_by_registers == round_up(fit, granularity) / warps)) {
+      // Rounded up, or not rounded: where both give the count seen, the values cannot tell which,
+      // and the hint says both.
+      const bool up = got.blocks_by_registers == round_up(fit, granularity) / warps;
+      const bool unrounded = got.blocks_by_registers == fit / warps;
       hints << "hint: the warps that fit in the register file round down to the warp "
-            << "allocation granularity (" << granularity << " at compute capability " << cc
-            << "): " << d.registers_per_sm << " registers hold " << fit << " warps of " << unit_warp
+            << "allocation granularity (" << granularity << " at compute capability " << cc << ")"
+            << (up ? ", never up" : "") << (up && unrounded ? " nor left unrounded" : "") << ": "
+            << d.registers_per_sm << " registers hold " << fit << " warps of " << unit_warp
             << ", rounded down to " << fit_down << ", which hold " << want.blocks_by_registers
             << " blocks of " << warps << " warps (README 4.2).\n";
-    } else if (per_warp && got.blocks_by_registers == round_up(fit, granularity) / warps) {
-      hints << "hint: the warps that fit in the register file round down to the warp "
-            << "allocation granularity, not up: " << fit << " warps of " << unit_warp
-            << " registers fit, rounded down to " << fit_down << " (README 4.2).\n";
     } else if (per_warp) {
       hints << "hint: " << d.registers_per_sm << " registers hold " << fit << " warps of "
             << unit_warp << " registers; round that down to the warp allocation granularity ("
