@@ -54,9 +54,10 @@ MAX_ID_BYTES = 64  # a student id in UTF-8: a folder name with room for the repo
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip", ".tar")
 JUNK_FOLDERS = frozenset({"__MACOSX", ".git", ".vscode", ".idea"})
 JUNK_FILES = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
-# The files a class run writes beside the students' folders in --out (report.py, pipeline.py;
+# The files a class run writes beside the students' folders in --out (report.py, report_pages.py,
+# pipeline.py;
 # a test checks the two agree): no student id may name one of them.
-CLASS_FILES = frozenset({"gradebook.csv", "summary.txt", "grading.json"})
+CLASS_FILES = frozenset({"gradebook.csv", "summary.txt", "grading.json", "dashboard.html"})
 SCREEN_PROBLEMS_SHOWN = 3
 # Files the compiler reads, and so the source screen checks.
 SCREENED_SUFFIXES = frozenset(

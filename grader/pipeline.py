@@ -42,6 +42,7 @@ from .report import (
     write_gradebook,
     write_submission_report,
 )
+from .report_pages import DASHBOARD_PAGE, FEEDBACK_PAGE, dashboard_html, feedback_html, pages_available
 from .rubric import Kit, Lab, check_rubric_against_listing
 from .run import RunConfig, list_tests, run_tests
 from .sandbox import Sandbox, detect, tool_folders
@@ -417,7 +418,7 @@ def grade_class(
 
     def done(score: SubmissionScore) -> None:
         # Otter-style: the results file is written whatever happened in grading.
-        write_submission_report(out_dir / score.student_id, score)
+        write_submission_report(out_dir / score.student_id, score, submission_pages(score))
         reported[0] += 1
         line = f"{format_points(score.points)}/{format_points(score.max_points)}"
         progress.finished(
@@ -449,7 +450,17 @@ def write_class_files(
 ) -> None:
     write_gradebook(out_dir / "gradebook.csv", scores, [lab.id for lab in labs])
     titles = {lab.id: lab.title for lab in labs}
+    missing = pages_available()
+    if missing is None:
+        write_atomically(out_dir / DASHBOARD_PAGE, dashboard_html(scores, titles, notes))
+    else:
+        notes = [*notes, missing]
     write_atomically(out_dir / "summary.txt", summary_text(scores, titles, notes))
+
+
+def submission_pages(score: SubmissionScore) -> dict[str, str]:
+    """A submission's pages (feedback.html), none where Jinja2 is missing (the summary says so)."""
+    return {FEEDBACK_PAGE: feedback_html(score)} if pages_available() is None else {}
 
 
 def _open_out_dir(out_dir: Path, options: GradeOptions) -> None:

@@ -275,10 +275,13 @@ def _indented(text: str, prefix: str) -> list[str]:
     return [prefix + line for line in text.rstrip("\n").split("\n")] if text.strip() else []
 
 
-def write_submission_report(folder: Path, score: SubmissionScore) -> None:
-    """Writes results.json, feedback.txt, the charts and score.json into `folder` at once: they
-    are written in a private folder beside it, which is then renamed into place, so that a run
-    killed at any moment leaves either the whole report or none (and resume grades it again)."""
+def write_submission_report(
+    folder: Path, score: SubmissionScore, pages: dict[str, str] | None = None
+) -> None:
+    """Writes results.json, feedback.txt, the charts, `pages` (name -> HTML: feedback.html, from
+    grader/report_pages.py) and score.json into `folder` at once: they are written in a private
+    folder beside it, which is then renamed into place, so that a run killed at any moment leaves
+    either the whole report or none (and resume grades it again)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".partial-{folder.name}-", dir=folder.parent))
     try:
@@ -290,6 +293,8 @@ def write_submission_report(folder: Path, score: SubmissionScore) -> None:
             json.dumps(results_json(score), indent=2) + "\n", encoding="utf-8"
         )
         (staging / "feedback.txt").write_text(feedback_text(score), encoding="utf-8")
+        for name, text in (pages or {}).items():
+            (staging / name).write_text(text, encoding="utf-8")
         (staging / SCORE_FILE).write_text(json.dumps(score_to_json(score), indent=1) + "\n", encoding="utf-8")
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)  # no half-written report is left behind

@@ -110,8 +110,8 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
   || fail "$(python3 --version) is too old: the grader needs Python 3.11 or newer (for tomllib)."
 if [[ $dev == 1 ]] && ! python3 -c 'import pytest' 2>/dev/null; then
   venv=$root/.venv
-  if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import pytest' 2>/dev/null; then
-    say "pytest is not importable; installing the grader's test packages into $venv"
+  if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import pytest, markdown, pygments, jinja2' 2>/dev/null; then
+    say "the grader's test packages are not all importable; installing grader/requirements-dev.txt into $venv"
     python3 -m venv "$venv" \
       || fail "could not create $venv: install the venv module (apt-get install python3-venv) or pip install pytest."
     grep -vE "$lint_pattern" "$root/grader/requirements-dev.txt" | "$venv/bin/python" -m pip install -q -r /dev/stdin \
@@ -121,6 +121,8 @@ if [[ $dev == 1 ]] && ! python3 -c 'import pytest' 2>/dev/null; then
 fi
 command -v "$python" >/dev/null || [[ -x $python ]] || fail "no usable Python found"
 say "Python: $python"
+"$python" -c 'import jinja2' 2>/dev/null \
+  || say "note: Jinja2 is not installed for $python: make grade writes no feedback.html or dashboard.html (pip install jinja2)"
 
 # 5. With --dev, make lint's tools, optional: ruff and mypy at grader/requirements-dev.txt's
 # pins, in the Python that runs pytest (the .venv above too), and clang-format from the system

@@ -19,6 +19,7 @@ from grader.pipeline import check_lab, grade_class, grade_submission, stoppable_
 from grader.proc import ProcessResult, run_limited
 from grader.progress import PlainProgress, QuietProgress
 from grader.report import LOUD, check_lines
+from grader.report_pages import DASHBOARD_PAGE, FEEDBACK_PAGE, pages_available
 from grader.schedule import Need, Scheduler, Stopped
 from grader.score import CheckResult
 from grader.tests.conftest import LAB02_TESTS, LAB03_TESTS
@@ -169,7 +170,15 @@ def test_grade_class_writes_every_report_even_when_grading_raises(fake_kit, tmp_
     assert "The grader failed" not in summary and all(score.error is None for score in scores)
     assert "Submissions not read in full" in summary and "  corrupt: corrupt.zip: cannot be read" in summary
     # The class's own files are exactly those no student id may take (collect.CLASS_FILES).
-    assert {path.name for path in out.iterdir() if path.is_file()} == CLASS_FILES
+    written = {path.name for path in out.iterdir() if path.is_file()}
+    assert written == CLASS_FILES - ({DASHBOARD_PAGE} if pages_available() else set())
+    if pages_available() is None:  # the pages, from the same scores
+        for student in ("alice", "bob", "corrupt"):
+            assert (out / student / FEEDBACK_PAGE).is_file()
+        dashboard = (out / DASHBOARD_PAGE).read_text()
+        assert 'href="alice/feedback.html"' in dashboard and "3 submissions" in dashboard
+    else:
+        assert pages_available() in summary
 
 
 def test_no_grader_folder_appears_in_any_file_a_student_gets(fake_kit, tmp_path):
@@ -413,14 +422,18 @@ def test_cli_grade_validate_and_handout_on_the_fake_kit(fake_kit, tmp_path, monk
 
     out = tmp_path / "sample"
     assert cli.main(["grade", *kit, "--labs", "02", "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == [
-        "gradebook.csv",
-        "grading.json",
-        "lab02-broken",
-        "lab02-transposed",
-        "reference",
-        "summary.txt",
-    ]
+    pages = ["dashboard.html"] if pages_available() is None else []
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [
+            "gradebook.csv",
+            "grading.json",
+            "lab02-broken",
+            "lab02-transposed",
+            "reference",
+            "summary.txt",
+            *pages,
+        ]
+    )
     capsys.readouterr()
     assert cli.main(["grade", *kit, "--labs", "02", "--out", str(out)]) == 0  # resumed: nothing left
     assert "3 already graded: kept" in capsys.readouterr().out
@@ -488,10 +501,10 @@ def test_a_report_that_cannot_be_written_costs_only_its_submission(fake_kit, tmp
     folder(klass / "bob", {"demo.cu": GOOD_02, "other.cu": GOOD_03})
     written = pipeline.write_submission_report
 
-    def fails_for_bob(where: Path, score) -> None:
+    def fails_for_bob(where: Path, score, pages=None) -> None:
         if score.student_id == "bob":
             raise OSError(36, "File name too long")
-        written(where, score)
+        written(where, score, pages)
 
     monkeypatch.setattr(pipeline, "write_submission_report", fails_for_bob)
     out = tmp_path / "out"
