@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -72,14 +73,42 @@ def results_json(score: SubmissionScore) -> dict:
     hidden from students because it can name paths of the grading machine.
     """
     tests = [_gradescope_test(lab, test) for lab in score.labs for test in lab.tests]
-    return {
+    data = {
         "score": score.points,
         "execution_time": round(score.duration),
         "output": escaped(_overall_output(score), newlines=True),
+        # What the texts are: plain text, shown as written (not Markdown, whose * and _ a hint's
+        # M[row * width + k] would turn into emphasis).
+        "output_format": "text",
+        "test_output_format": "text",
+        "test_name_format": "text",
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
     }
+    board = leaderboard(score)
+    if board:
+        data["leaderboard"] = board
+    return data
+
+
+def leaderboard(score: SubmissionScore) -> list[dict]:
+    """Gradescope's leaderboard: each visible speed test's time ratio (the student's kernel over
+    the reference kernel, as the test measured it), lower first. Only visible tests: the board is
+    shown to the whole class."""
+    board = []
+    for lab in score.labs:
+        timed = [
+            test
+            for test in lab.tests
+            if shown_to_students(test) and math.isfinite(test.metrics.get("time_ratio", math.nan))
+        ]
+        for test in timed:
+            name = f"lab{lab.lab_id} time vs reference" + (f" ({test.name})" if len(timed) > 1 else "")
+            board.append(
+                {"name": escaped(name), "value": round(test.metrics["time_ratio"], 3), "order": "asc"}
+            )
+    return board
 
 
 def _gradescope_test(lab: LabScore, test: TestScore) -> dict:

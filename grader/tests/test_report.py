@@ -107,6 +107,16 @@ def test_results_json_uses_only_gradescopes_documented_keys():
     json.dumps(data)  # serialisable
 
 
+def test_results_json_says_its_texts_are_plain_and_puts_visible_speed_figures_on_the_leaderboard():
+    data = results_json(sample_score())
+    assert data["output_format"] == data["test_output_format"] == data["test_name_format"] == "text"
+    # Only the visible speed test: the board is shown to the whole class.
+    assert data["leaderboard"] == [{"name": "lab02 time vs reference", "value": 2.125, "order": "asc"}]
+    score = sample_score()
+    score.labs[0].tests[2].visibility = "hidden"
+    assert "leaderboard" not in results_json(score)
+
+
 def test_results_json_scores_and_statuses():
     data = results_json(sample_score())
     assert data["score"] == 15 and data["execution_time"] == 13
