@@ -22,6 +22,7 @@ from .escape import escaped
 from .report import fix_first_lines, format_points, ranked_hints, shown_to_students
 from .run import Status
 from .score import (
+    MASK_LINE,
     NOT_SUBMITTED,
     LabScore,
     SubmissionScore,
@@ -73,6 +74,45 @@ def _environment() -> jinja2.Environment:
 # One submission
 
 
+MASK_COLORS = {".": "#dafbe1", "x": "#cf222e", "n": "#8250df", "u": "#57606a"}
+MASK_WORDS = {"x": "wrong", "n": "NaN or infinite", "u": "never written", ".": "right"}
+MASK_PIXELS = 240  # the heat map's side, whatever P's size
+
+
+@dataclass
+class HeatMap:
+    """Which elements of P were wrong, as a grid of cells (compare.cpp's kit-mask line)."""
+
+    caption: str
+    cell: float  # a cell's side in pixels
+    width: float
+    height: float
+    cells: list[tuple[float, float, str]]  # x, y, color: only the cells that are not right
+    legend: list[tuple[str, str]]  # color, word: the kinds present
+
+
+def heat_map(mask: str) -> HeatMap | None:
+    match = MASK_LINE.fullmatch(mask)
+    if match is None:
+        return None
+    rows, cols, mask_rows, mask_cols = (int(match[i]) for i in range(1, 5))
+    marks = match[5]
+    cell = MASK_PIXELS / max(mask_rows, mask_cols)
+    cells = [
+        ((index % mask_cols) * cell, (index // mask_cols) * cell, MASK_COLORS[mark])
+        for index, mark in enumerate(marks)
+        if mark != "."
+    ]
+    block = (
+        ""
+        if (rows, cols) == (mask_rows, mask_cols)
+        else f"; each cell is a block of about {rows / mask_rows:.2g} x {cols / mask_cols:.2g} elements, "
+        "marked by its worst"
+    )
+    legend = [(MASK_COLORS[mark], MASK_WORDS[mark]) for mark in "xnu." if mark in marks]
+    return HeatMap(f"P is {rows} x {cols}{block}.", cell, mask_cols * cell, mask_rows * cell, cells, legend)
+
+
 @dataclass
 class TestView:
     name: str
@@ -82,6 +122,7 @@ class TestView:
     hints: list[str]
     details: list[str]
     more_details: int  # lines of messages beyond DETAILS_PAGE_LINES
+    heat_map: HeatMap | None = None  # the first failed comparison's
 
 
 @dataclass
@@ -142,6 +183,7 @@ def _test_view(lab: LabScore, test: TestScore) -> TestView:
         hints=ranked_hints(test),
         details=details[:DETAILS_PAGE_LINES],
         more_details=max(0, len(details) - DETAILS_PAGE_LINES),
+        heat_map=heat_map(test.masks[0]) if test.masks and test.status is not Status.PASSED else None,
     )
 
 

@@ -28,6 +28,7 @@ class TestScore:
     failure_hints: int = 0  # how many of `hints` are the failure's (the kit's diagnosis), first
     details: list[str] = field(default_factory=list)  # the failure messages Catch2 reported
     metrics: dict[str, float] = field(default_factory=dict)
+    masks: list[str] = field(default_factory=list)  # kit-mask lines: which elements of P were wrong
     duration: float = 0.0  # seconds its process ran (the grader's benchmark sums them)
     needs_gpu: bool = False  # tagged [gpu] in the kit's listing (known for the tests that ran)
 
@@ -145,6 +146,28 @@ def partial_points(points: float, test: RubricTest, value: float) -> float:
     return round(earned, 2)
 
 
+# A comparison's mask of wrong elements (common/src/compare.cpp, mask_line): P's size, the mask's
+# size in cells (at most 32 a side), then a mark per cell: . right, x wrong, n NaN, u never written.
+MASK_LINE = re.compile(r"kit-mask (\d{1,7})x(\d{1,7}) (\d{1,2})x(\d{1,2}) ([.xnu]{1,1024})")
+MASKS_KEPT = 4
+
+
+def masks_in(messages: list[str]) -> list[str]:
+    """The well-formed mask lines of a test's messages, the first MASKS_KEPT."""
+    found: list[str] = []
+    for message in messages:
+        for line in message.split("\n"):
+            match = MASK_LINE.fullmatch(line.strip())
+            if match and int(match[3]) * int(match[4]) == len(match[5]) and len(found) < MASKS_KEPT:
+                found.append(line.strip())
+    return found
+
+
+def without_masks(message: str) -> str:
+    """A message as reports show it: the mask lines are for the page's heat map, not to read."""
+    return "\n".join(line for line in message.split("\n") if not line.strip().startswith("kit-mask "))
+
+
 def score_test(test: RubricTest, outcome: Outcome) -> TestScore:
     score = TestScore(
         name=test.name,
@@ -153,7 +176,8 @@ def score_test(test: RubricTest, outcome: Outcome) -> TestScore:
         status=outcome.status,
         visibility=test.visibility,
         metrics=dict(outcome.metrics),
-        details=outcome.messages[:MESSAGES_KEPT],
+        details=[without_masks(message) for message in outcome.messages[:MESSAGES_KEPT]],
+        masks=masks_in(outcome.messages[:MESSAGES_KEPT]),
         duration=round(outcome.duration, 3),
         needs_gpu=outcome.needs_gpu,
     )

@@ -57,6 +57,40 @@ TEST_CASE("comparison says when the last rows and columns are missing", "[common
   CHECK_THAT(cmp.report, ContainsSubstring("P[0][16]: got") && ContainsSubstring("never written"));
 }
 
+TEST_CASE("comparison marks which elements were wrong for the grader's heat map", "[common]") {
+  // 20 x 20: one cell an element. The last 4 rows and columns never written, one NaN, one wrong.
+  const Case c = make_case(20);
+  std::vector<float> got = c.right;
+  for (int r = 0; r < 20; ++r)
+    for (int col = 0; col < 20; ++col)
+      if (r >= 16 || col >= 16) got[r * 20 + col] = kit::poison_value();
+  got[0] = std::numeric_limits<float>::quiet_NaN();
+  got[21] += 5.0f;
+  const kit::Comparison cmp = kit::compare_matrix(got, c.ref);
+  const std::size_t at = cmp.report.find("kit-mask 20x20 20x20 ");
+  REQUIRE(at != std::string::npos);
+  const std::string marks = cmp.report.substr(at + 21, 400);
+  CAPTURE(marks);
+  CHECK(marks[0] == 'n');
+  CHECK(marks[1] == '.');
+  CHECK(marks[21] == 'x');
+  CHECK(marks[16] == 'u');
+  CHECK(marks[19 * 20] == 'u');
+  CHECK(std::count(marks.begin(), marks.end(), 'u') == 400 - 16 * 16);
+  CHECK(std::count(marks.begin(), marks.end(), '.') == 16 * 16 - 2);
+
+  // 100 x 100: 32 x 32 cells, each the worst of its block; one wrong element marks one cell.
+  const Case big = make_case(100);
+  std::vector<float> one = big.right;
+  one[99 * 100 + 99] += 5.0f;
+  const kit::Comparison cmp_big = kit::compare_matrix(one, big.ref);
+  const std::size_t big_at = cmp_big.report.find("kit-mask 100x100 32x32 ");
+  REQUIRE(big_at != std::string::npos);
+  const std::string cells = cmp_big.report.substr(big_at + 23, 32 * 32);
+  CHECK(std::count(cells.begin(), cells.end(), 'x') == 1);
+  CHECK(cells.back() == 'x');
+}
+
 TEST_CASE("comparison recognises a transposed result and N read transposed", "[common]") {
   const Case c = make_case(24);
   const auto mistakes = kit::matmul_index_mistakes(c.M, c.N, 24);

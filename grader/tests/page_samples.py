@@ -9,7 +9,7 @@ import io
 from grader.charts import Charts
 from grader.collect import Refusal
 from grader.run import Status
-from grader.score import NOT_SUBMITTED, LabScore, SubmissionScore
+from grader.score import NOT_SUBMITTED, LabScore, SubmissionScore, masks_in, without_masks
 from grader.score import TestScore as Scored
 
 HIDDEN_TEST = "result matches the host reference on hidden widths"
@@ -18,10 +18,14 @@ HALF_TILE = (
     "at k = 8 to 15 of the tile (inner index 8 to 15, 24 to 31): the loop over k inside a phase stops "
     "at k = 8; run it while k < TILE_WIDTH"
 )
+# A 40 x 40 P whose last 8 rows and columns were never written and whose first 32 x 32 are wrong.
+MASK = "kit-mask 40x40 32x32 " + "".join(
+    "u" if r >= 26 or c >= 26 else "x" for r in range(32) for c in range(32)
+)
 DETAILS = (
-    "tile := 16\nwidth := 32\nresult differs from the host reference at 1024 of 1024 elements (32 x 32): "
-    "0 never written, 0 NaN or infinite, 1024 wrong\n  P[0][0]: got 1.25, expected 3.5\n"
-    "  P[0][1]: got -0.5, expected 0.75\nhint: " + HALF_TILE
+    "tile := 16\nwidth := 40\nresult differs from the host reference at 1600 of 1600 elements (40 x 40): "
+    "576 never written, 0 NaN or infinite, 1024 wrong\n  P[0][0]: got 1.25, expected 3.5\n"
+    "  P[0][1]: got -0.5, expected 0.75\n" + MASK + "\nhint: " + HALF_TILE
 )
 
 
@@ -75,7 +79,8 @@ def lab03(failing: bool) -> LabScore:
                 "README section 5: row and col, the phase offset ph * TILE_WIDTH in both loads, Mds[ty][k] * Nds[k][tx].",
             ],
             failure_hints=2,
-            details=[DETAILS],
+            details=[without_masks(DETAILS)],
+            masks=masks_in([DETAILS]),
         ),
         Scored(
             "tiled kernel speed is close to the reference kernel",

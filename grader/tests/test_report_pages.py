@@ -46,6 +46,12 @@ def test_a_student_page_shows_every_shown_test_with_its_hints_and_no_hidden_one(
     assert page.count("data:image/png;base64,") == 1  # lab 06's chart, embedded
     assert "yours 1.92x" in text  # the speed test's own figure, drawn
     assert "<script" not in page  # a student's page runs nothing
+    # The heat map of the failed comparison: 26 x 26 cells wrong, the rest never written.
+    cell = 'width="7.50" height="7.50" fill="{}"'  # 240 pixels over 32 cells
+    assert page.count(cell.format("#cf222e")) == 26 * 26
+    assert page.count(cell.format("#57606a")) == 32 * 32 - 26 * 26
+    assert "P is 40 x 40; each cell is a block of about 1.2 x 1.2 elements" in text
+    assert "kit-mask" not in text  # drawn, never shown as text
 
 
 def test_a_student_page_shows_the_submissions_text_escaped_never_as_markup():

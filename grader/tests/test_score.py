@@ -80,6 +80,18 @@ def test_a_failure_gives_the_failures_hints_first_then_the_rubric_hint():
     assert score.details == ["mismatch\nhint: looks transposed"]
 
 
+def test_a_comparisons_mask_of_wrong_elements_is_kept_for_the_page_and_left_out_of_the_messages():
+    mask = "kit-mask 2x3 2x3 .xu..n"
+    outcome = Outcome(
+        "result matches",
+        Status.FAILED,
+        messages=[f"differs at 3 of 6\n{mask}\nhint: x", "kit-mask 2x3 2x3 .x", "kit-mask 9x9 9x9 <b>"],
+    )
+    score = score_test(PLAIN, outcome)
+    assert score.masks == [mask]  # a mask whose marks do not fill its cells is no mask
+    assert score.details == ["differs at 3 of 6\nhint: x", "", ""]
+
+
 def test_a_skip_earns_nothing_and_says_it_was_not_run():
     outcome = Outcome(
         "result matches", Status.SKIPPED, skip_reason="no usable GPU: none found", needs_gpu=True
