@@ -23,6 +23,9 @@ LABS ?=
 SUBMISSIONS ?=
 SUBMISSION ?=
 OUT ?=
+GRADEBOOK ?=
+ROSTER ?=
+ROSTER_ID ?=
 CMAKE_ARGS ?=
 export PATH := $(PATH):/usr/local/cuda/bin
 
@@ -33,6 +36,9 @@ GENERATOR = $(if $(shell command -v ninja),-G Ninja,)
 labs_arg = $(if $(LABS),--labs $(LABS),)
 out_arg = $(if $(OUT),--out $(OUT),)
 submission_arg = $(if $(SUBMISSION),--submission $(SUBMISSION),)
+# make grade GRADEBOOK=canvas ROSTER=roster.csv [ROSTER_ID="SIS Login ID"]: the LMS's import file too.
+gradebook_arg = $(if $(GRADEBOOK),--gradebook $(GRADEBOOK),) $(if $(ROSTER),--roster $(ROSTER),) \
+  $(if $(ROSTER_ID),--roster-id "$(ROSTER_ID)",)
 
 .PHONY: help setup setup-dev build lint test check submit grade grade-bench grade-bench-against validate handout student-kit release plots bench clean
 
@@ -77,7 +83,7 @@ submit: setup
 	$(PY) -m grader submit --lab $(LAB)
 
 grade: setup
-	$(PY) -m grader grade $(labs_arg) $(out_arg) $(submission_arg) $(SUBMISSIONS)
+	$(PY) -m grader grade $(labs_arg) $(out_arg) $(submission_arg) $(gradebook_arg) $(SUBMISSIONS)
 
 validate: setup
 	$(PY) -m grader validate $(labs_arg)

@@ -17,13 +17,14 @@ from .bench import run_bench
 from .build import BuildConfig
 from .collect import find_submissions
 from .errors import GraderError
+from .gradebooks import KNOWN_IDS, MISSING_CHOICES, GradebookRequest, check_formats, read_roster
 from .handout import generate, make_student_kit
 from .pages import PAGES_FOLDER
 from .pipeline import GradeOptions, check_lab, grade_class, grade_sample_class
 from .progress import make_progress
 from .release import make_release
 from .report import LOUD, check_lines, gpu_skip_notice, lab_feedback_lines
-from .rubric import Kit, find_kit_root, load_kit
+from .rubric import Kit, Lab, find_kit_root, load_kit
 from .run import TESTS_PER_JUDGE, RunConfig
 from .sandbox import detect
 from .schedule import visible_gpus
@@ -136,6 +137,33 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the folder for the results (default: grades/<timestamp>/); a folder of an earlier, "
         "interrupted run of the same labs is resumed: finished submissions are kept",
+    )
+    grade.add_argument(
+        "--gradebook",
+        action="append",
+        default=[],
+        metavar="LMS",
+        help="also write gradebook-LMS.csv, the grade import of canvas, moodle or blackboard, from "
+        "--roster; may be given again, or as a list (canvas,moodle)",
+    )
+    grade.add_argument(
+        "--roster",
+        metavar="FILE",
+        help="with --gradebook: the LMS's own export of its students (Canvas: the gradebook export; "
+        "Moodle: any export with the identifier; Blackboard: the Grade Center download)",
+    )
+    grade.add_argument(
+        "--roster-id",
+        metavar="COLUMN",
+        help="the roster's column that matches a submission's name: a login, an email or a student "
+        "number (default: the first of " + ", ".join(KNOWN_IDS) + " the roster has)",
+    )
+    grade.add_argument(
+        "--missing",
+        choices=MISSING_CHOICES,
+        default="blank",
+        help="what a roster student with no submission gets in the gradebook files (default: blank, "
+        "no grade)",
     )
     grade.add_argument(
         "--regrade", action="store_true", help="with an existing --out, grade every submission again"
@@ -424,15 +452,23 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
             f"unconfined; a real class would be refused\n{LOUD}"
         )
         options = replace(options, confine=False)
+    gradebooks = _gradebooks(args, options.labs)  # a bad roster stops the run before any grading
     if paths or single:
         notes: list[str] = []
         entries = find_submissions(paths, notes, single)
         for note in notes:
             print(f"note: {note}")
-        scores = grade_class(kit, entries, options, out_dir, make_progress(), notes)
+        scores = grade_class(kit, entries, options, out_dir, make_progress(), notes, gradebooks)
     else:
-        scores = grade_sample_class(kit, options, out_dir, make_progress())
-    print(f"\nresults in {out_dir}: gradebook.csv, summary.txt, and <student>/results.json + feedback.txt")
+        scores = grade_sample_class(kit, options, out_dir, make_progress(), gradebooks)
+    print(
+        f"\nresults in {out_dir}: gradebook.csv, summary.txt, dashboard.html, and <student>/results.json "
+        "+ feedback.txt + feedback.html"
+    )
+    if gradebooks is not None:
+        for line in (out_dir / "summary.txt").read_text(encoding="utf-8").splitlines():
+            if "gradebook-" in line or "NOT IN ANY GRADEBOOK FILE" in line:
+                print(line.strip())
     notice = gpu_skip_notice(scores)
     if notice:
         print(f"\n{LOUD}\n{notice}\n{LOUD}")
@@ -444,6 +480,22 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _gradebooks(args: argparse.Namespace, labs: list[Lab]) -> GradebookRequest | None:
+    formats = check_formats(args.gradebook)
+    if not formats:
+        if args.roster:
+            raise GraderError("--roster is read only with --gradebook (canvas, moodle or blackboard)")
+        return None
+    if not args.roster:
+        raise GraderError(
+            "--gradebook needs --roster FILE: the LMS's own export of its students, whose rows the "
+            "import file fills"
+        )
+    request = GradebookRequest(formats, read_roster(Path(args.roster), args.roster_id), args.missing)
+    request.check(labs)
+    return request
 
 
 def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:

@@ -55,9 +55,9 @@ ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip", ".tar")
 JUNK_FOLDERS = frozenset({"__MACOSX", ".git", ".vscode", ".idea"})
 JUNK_FILES = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
 # The files a class run writes beside the students' folders in --out (report.py, report_pages.py,
-# pipeline.py;
-# a test checks the two agree): no student id may name one of them.
-CLASS_FILES = frozenset({"gradebook.csv", "summary.txt", "grading.json", "dashboard.html"})
+# gradebooks.py, pipeline.py; tests check they agree): no student id may name one of them.
+LMS_GRADEBOOKS = frozenset(f"gradebook-{lms}.csv" for lms in ("canvas", "moodle", "blackboard"))
+CLASS_FILES = frozenset({"gradebook.csv", "summary.txt", "grading.json", "dashboard.html"}) | LMS_GRADEBOOKS
 SCREEN_PROBLEMS_SHOWN = 3
 # Files the compiler reads, and so the source screen checks.
 SCREENED_SUFFIXES = frozenset(
@@ -199,6 +199,12 @@ def upload_of(path: Path) -> Upload:
 def student_id_for(path: Path) -> str:
     """The id of a submission named `path` (upload_of; find_submissions makes ids unique)."""
     return upload_of(path).student_id
+
+
+def id_of_name(name: str) -> str:
+    """The student id a submission named `name` (no suffix, no date) is graded under: how a
+    roster's login or email is matched to a submission (grader/gradebooks.py)."""
+    return _safe_id(name)
 
 
 def _safe_id(stem: str) -> str:

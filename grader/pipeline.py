@@ -30,6 +30,7 @@ from .cgroups import detect as detect_cgroups
 from .charts import draw_charts, plot_charts
 from .collect import Submission, collect_submission
 from .errors import GraderError
+from .gradebooks import GradebookRequest, write_gradebooks
 from .harness import Harness, LabHarness, prepare_harness
 from .mutants import sample_students, write_sample_class
 from .proc import kill_started_groups
@@ -396,9 +397,11 @@ def grade_class(
     out_dir: Path,
     progress: Progress | None = None,
     notes: Sequence[str] = (),
+    gradebooks: GradebookRequest | None = None,
 ) -> list[SubmissionScore]:
     """Grades every (student id, path), writing each report as it finishes; returns the scores.
-    `notes` (what collect.find_submissions said about the class folder) go into the summary.
+    `notes` (what collect.find_submissions said about the class folder) go into the summary;
+    `gradebooks`, the LMS import files to write from the instructor's roster (gradebooks.py).
 
     An --out folder that holds an earlier run of the same labs is resumed: submissions with a
     complete report are kept (unless options.regrade), the rest are graded, and the class files
@@ -441,14 +444,20 @@ def grade_class(
         progress.close()
     by_id = {**kept, **graded}
     scores = [by_id[student_id] for student_id, _ in entries]
-    write_class_files(out_dir, scores, options.labs, notes)
+    write_class_files(out_dir, scores, options.labs, notes, gradebooks)
     return scores
 
 
 def write_class_files(
-    out_dir: Path, scores: list[SubmissionScore], labs: list[Lab], notes: Sequence[str] = ()
+    out_dir: Path,
+    scores: list[SubmissionScore],
+    labs: list[Lab],
+    notes: Sequence[str] = (),
+    gradebooks: GradebookRequest | None = None,
 ) -> None:
     write_gradebook(out_dir / "gradebook.csv", scores, [lab.id for lab in labs])
+    if gradebooks is not None:
+        notes = [*notes, *write_gradebooks(out_dir, scores, labs, gradebooks)]
     titles = {lab.id: lab.title for lab in labs}
     missing = pages_available()
     if missing is None:
@@ -493,14 +502,18 @@ def _open_out_dir(out_dir: Path, options: GradeOptions) -> None:
 
 
 def grade_sample_class(
-    kit: Kit, options: GradeOptions, out_dir: Path, progress: Progress | None = None
+    kit: Kit,
+    options: GradeOptions,
+    out_dir: Path,
+    progress: Progress | None = None,
+    gradebooks: GradebookRequest | None = None,
 ) -> list[SubmissionScore]:
     """The reference and one student per mutant, written as submission folders, graded as a class."""
     with tempfile.TemporaryDirectory(prefix="grader-sample-class-") as folder:
         students = sample_students(kit, options.labs, mutant_lab_only=False)
         entries = write_sample_class(students, Path(folder))
         print(f"grading the sample class: {len(entries)} students (the reference and one per mutant)")
-        return grade_class(kit, entries, options, out_dir, progress)
+        return grade_class(kit, entries, options, out_dir, progress, gradebooks=gradebooks)
 
 
 # ---------------------------------------------------------------------------------------------
