@@ -456,15 +456,17 @@ def write_class_files(
     gradebooks: GradebookRequest | None = None,
 ) -> None:
     write_gradebook(out_dir / "gradebook.csv", scores, [lab.id for lab in labs])
+    # What was said of the class's other files: the LMS's import files, the pages.
+    files: list[str] = []
     if gradebooks is not None:
-        notes = [*notes, *write_gradebooks(out_dir, scores, labs, gradebooks)]
+        files += write_gradebooks(out_dir, scores, labs, gradebooks)
     titles = {lab.id: lab.title for lab in labs}
     missing = pages_available()
     if missing is None:
-        write_atomically(out_dir / DASHBOARD_PAGE, dashboard_html(scores, titles, notes))
+        write_atomically(out_dir / DASHBOARD_PAGE, dashboard_html(scores, titles, notes, files))
     else:
-        notes = [*notes, missing]
-    write_atomically(out_dir / "summary.txt", summary_text(scores, titles, notes))
+        files.append(missing)
+    write_atomically(out_dir / "summary.txt", summary_text(scores, titles, notes, files))
 
 
 def submission_pages(score: SubmissionScore) -> dict[str, str]:

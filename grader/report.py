@@ -414,9 +414,15 @@ def gpu_skip_line(tests: Iterable[TestScore]) -> str | None:
 SUMMARY_PATHS_SHOWN = 5  # refused files named per submission in the summary; feedback.txt has all
 
 
-def summary_text(scores: list[SubmissionScore], lab_titles: dict[str, str], notes: Sequence[str] = ()) -> str:
+def summary_text(
+    scores: list[SubmissionScore],
+    lab_titles: dict[str, str],
+    notes: Sequence[str] = (),
+    files: Sequence[str] = (),
+) -> str:
     """The class summary; `notes`: what was said about the class folder itself (a stray file,
-    an upload left out as an older one, ids told apart), for the instructor to act on."""
+    an upload left out as an older one, ids told apart), for the instructor to act on; `files`:
+    what was said of the class files beyond this one (the LMS's import files, the pages)."""
     lines = [f"Class summary: {len(scores)} submissions"]
     notice = gpu_skip_notice(scores)
     if notice:
@@ -424,6 +430,8 @@ def summary_text(scores: list[SubmissionScore], lab_titles: dict[str, str], note
     if notes:
         lines += ["", "About the class folder (not graded, or graded as said):"]
         lines += [f"  {note}" for note in notes]
+    if files:
+        lines += ["", "Files for the LMS and pages:"] + [f"  {line}" for line in files]
     for lab_id, title in lab_titles.items():
         lines += [""] + _lab_summary(lab_id, title, scores)
     totals = [score.points for score in scores]

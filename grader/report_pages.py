@@ -319,7 +319,9 @@ class DashboardView:
     labs: list[LabClassView]
     causes: list[CauseView]
     students: list[StudentRow]
-    notes: list[str]
+    notes: list[str]  # about the class folder
+    files: list[str]  # about the LMS's import files
+    files_loud: bool  # some submission is in none of them
 
 
 def _histogram(title: str, points: Sequence[float], max_points: float) -> Histogram | None:
@@ -341,7 +343,10 @@ def _first_error(log: str) -> str:
 
 
 def dashboard_view(
-    scores: list[SubmissionScore], lab_titles: dict[str, str], notes: Sequence[str] = ()
+    scores: list[SubmissionScore],
+    lab_titles: dict[str, str],
+    notes: Sequence[str] = (),
+    files: Sequence[str] = (),
 ) -> DashboardView:
     labs = []
     causes: dict[tuple[str, str], CauseView] = {}
@@ -405,11 +410,16 @@ def dashboard_view(
         causes=ranked[:COMMON_CAUSES_SHOWN],
         students=students,
         notes=list(notes),
+        files=list(files),
+        files_loud=any(line.startswith("NOT IN ANY") for line in files),
     )
 
 
 def dashboard_html(
-    scores: list[SubmissionScore], lab_titles: dict[str, str], notes: Sequence[str] = ()
+    scores: list[SubmissionScore],
+    lab_titles: dict[str, str],
+    notes: Sequence[str] = (),
+    files: Sequence[str] = (),
 ) -> str:
-    view = dashboard_view(scores, lab_titles, notes)
+    view = dashboard_view(scores, lab_titles, notes, files)
     return _environment().get_template("dashboard.html.j2").render(page=view, points=format_points)

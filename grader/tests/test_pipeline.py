@@ -174,9 +174,11 @@ def test_grade_class_writes_every_report_even_when_grading_raises(fake_kit, tmp_
     assert written == CLASS_FILES - LMS_GRADEBOOKS - ({DASHBOARD_PAGE} if pages_available() else set())
     if pages_available() is None:  # the pages, from the same scores
         for student in ("alice", "bob", "corrupt"):
-            assert (out / student / FEEDBACK_PAGE).is_file()
+            # Every student page of the class: never a hidden test's name (the dashboard has it).
+            assert "on hidden widths" not in (out / student / FEEDBACK_PAGE).read_text()
         dashboard = (out / DASHBOARD_PAGE).read_text()
         assert 'href="alice/feedback.html"' in dashboard and "3 submissions" in dashboard
+        assert "result matches on hidden widths" in dashboard
     else:
         assert pages_available() in summary
 
