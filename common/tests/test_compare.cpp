@@ -89,6 +89,13 @@ TEST_CASE("comparison marks which elements were wrong for the grader's heat map"
   const std::string cells = cmp_big.report.substr(big_at + 23, 32 * 32);
   CHECK(std::count(cells.begin(), cells.end(), 'x') == 1);
   CHECK(cells.back() == 'x');
+
+  // The mask stays the last line, a diagnosis added after it included: the grader cuts a long
+  // message at its end, and a cut mask costs less than a cut hint.
+  const std::string diagnosed = kit::with_diagnosis(cmp.report, "on inputs", "a cause", "");
+  CAPTURE(diagnosed);
+  CHECK(diagnosed.rfind("\nkit-mask 20x20 20x20 ") == diagnosed.rfind('\n', diagnosed.size() - 2));
+  CHECK(diagnosed.find("hint: on inputs, a cause.") < diagnosed.find("kit-mask"));
 }
 
 TEST_CASE("comparison recognises a transposed result and N read transposed", "[common]") {
