@@ -161,7 +161,6 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument(
         "--missing",
         choices=MISSING_CHOICES,
-        default="blank",
         help="what a roster student with no submission gets in the gradebook files (default: blank, "
         "no grade)",
     )
@@ -485,15 +484,28 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
 def _gradebooks(args: argparse.Namespace, labs: list[Lab]) -> GradebookRequest | None:
     formats = check_formats(args.gradebook)
     if not formats:
-        if args.roster:
-            raise GraderError("--roster is read only with --gradebook (canvas, moodle or blackboard)")
+        given = [
+            name
+            for name, value in (
+                ("--roster", args.roster),
+                ("--roster-id", args.roster_id),
+                ("--missing", args.missing),
+            )
+            if value
+        ]
+        if given:
+            raise GraderError(
+                f"{', '.join(given)}: read only with --gradebook (canvas, moodle or blackboard)"
+            )
         return None
     if not args.roster:
         raise GraderError(
             "--gradebook needs --roster FILE: the LMS's own export of its students, whose rows the "
             "import file fills"
         )
-    request = GradebookRequest(formats, read_roster(Path(args.roster), args.roster_id), args.missing)
+    request = GradebookRequest(
+        formats, read_roster(Path(args.roster), args.roster_id), args.missing or "blank"
+    )
     request.check(labs)
     return request
 

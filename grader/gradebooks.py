@@ -66,6 +66,9 @@ class Matching:
     by_row: dict[int, SubmissionScore] = field(default_factory=dict)  # roster row -> its submission
     unmatched: list[str] = field(default_factory=list)  # submissions that match no roster row
     ambiguous: list[str] = field(default_factory=list)  # submissions that match several rows
+    contested: dict[int, list[str]] = field(default_factory=dict)  # rows several submissions match
+    # Rows left blank whatever --missing says: a submission may be theirs, but which is not known.
+    undecided: set[int] = field(default_factory=set)
 
 
 def _decode(data: bytes, path: Path) -> str:
@@ -95,11 +98,18 @@ def read_roster(path: Path, id_name: str | None) -> Roster:
     lines = text.splitlines()
     if not lines or not lines[0].strip():
         raise GraderError(f"--roster {path}: empty; export the roster (or the gradebook) from the LMS as CSV")
-    delimiter = max(",;\t", key=lines[0].count)
-    table = [
-        row for row in csv.reader(io.StringIO(text), delimiter=delimiter) if any(cell.strip() for cell in row)
-    ]
-    header = [cell.strip() for cell in table[0]]
+    try:  # the header's separator, quotes understood ("Last, First";Username is one of two)
+        delimiter = csv.Sniffer().sniff(lines[0], delimiters=",;\t").delimiter
+    except csv.Error:
+        delimiter = max(",;\t", key=lines[0].count)
+    table = list(csv.reader(io.StringIO(text), delimiter=delimiter))
+    header = [cell.strip() for cell in table[0]] if table else []
+    if not header or any(not cell for cell in header):
+        raise GraderError(
+            f"--roster {path}: its first line is not a header of column names (a blank name in "
+            f"{header!r}); give the LMS's export as it came, its header first"
+        )
+    table = [row for row in table if any(cell.strip() for cell in row)]
     rows = [(row + [""] * len(header))[: len(header)] for row in table[1:]]
     roster = Roster(path, header, rows, 0)
     if id_name:
@@ -136,18 +146,31 @@ def match(roster: Roster, scores: list[SubmissionScore]) -> Matching:
         for key in _keys(row[roster.id_column]):
             keys.setdefault(key, []).append(index)
     matching = Matching()
+    claims: dict[int, list[SubmissionScore]] = {}
     for score in scores:
         rows = sorted(set(keys.get(score.student_id.casefold(), [])))
         if not rows:
             matching.unmatched.append(score.student_id)
         elif len(rows) > 1:
             matching.ambiguous.append(score.student_id)
+            matching.undecided.update(rows)
         else:
-            matching.by_row[rows[0]] = score
+            claims.setdefault(rows[0], []).append(score)
+    for index, claimed in claims.items():
+        if len(claimed) == 1:
+            matching.by_row[index] = claimed[0]
+        else:  # two uploads for one student (alice.zip and alice@uni.edu.zip): neither wins
+            matching.contested[index] = [score.student_id for score in claimed]
+            matching.undecided.add(index)
+    for index in matching.undecided:
+        matching.by_row.pop(index, None)
     return matching
 
 
-def _grade(score: SubmissionScore | None, lab: Lab, missing: str) -> str:
+def _grade(matching: Matching, row: int, lab: Lab, missing: str) -> str:
+    if row in matching.undecided:
+        return ""
+    score = matching.by_row.get(row)
     if score is None:
         return "0" if missing == "zero" else ""
     graded = score.lab(lab.id)
@@ -162,7 +185,9 @@ LMS_COLUMN_ID = re.compile(r"\s*(\(\d+\)|\[[^\]]*\]\s*\|\s*\d+|\|\s*\d+)\s*$")
 def _lab_header(roster: Roster, lab: Lab) -> str:
     """The roster's own header of this lab's column where it has one (the LMS then fills that
     assignment), else a new column's name: `labNN`, as gradebook.csv names it."""
-    names = {f"lab{lab.id}", f"lab {lab.id}", lab.title.casefold(), f"lab {lab.id}: {lab.title}".casefold()}
+    number = lab.id.lstrip("0") or "0"
+    names = {f"lab{lab.id}", f"lab {lab.id}", f"lab{number}", f"lab {number}", lab.title.casefold()}
+    names |= {f"lab {lab.id}: {lab.title}".casefold(), f"lab {number}: {lab.title}".casefold()}
     for head in roster.header:
         if LMS_COLUMN_ID.sub("", head).strip().casefold() in names:
             return head
@@ -189,9 +214,9 @@ def canvas_rows(roster: Roster, labs: list[Lab], matching: Matching, missing: st
     for index, row in enumerate(roster.rows):
         if row[0].strip().casefold() in ("points possible", "test student", "student, test"):
             continue  # the export's own Points Possible row, and Canvas's Test Student
-        score = matching.by_row.get(index)
         rows.append(
-            [row[c] for c in columns if c is not None] + [_grade(score, lab, missing) for lab in labs]
+            [row[c] for c in columns if c is not None]
+            + [_grade(matching, index, lab, missing) for lab in labs]
         )
     return rows
 
@@ -200,8 +225,7 @@ def moodle_rows(roster: Roster, labs: list[Lab], matching: Matching, missing: st
     header = [roster.header[roster.id_column]] + [_lab_header(roster, lab) for lab in labs]
     rows = [header]
     for index, row in enumerate(roster.rows):
-        score = matching.by_row.get(index)
-        rows.append([row[roster.id_column]] + [_grade(score, lab, missing) for lab in labs])
+        rows.append([row[roster.id_column]] + [_grade(matching, index, lab, missing) for lab in labs])
     return rows
 
 
@@ -217,11 +241,34 @@ def blackboard_rows(roster: Roster, labs: list[Lab], matching: Matching, missing
     header = identity + [_lab_header(roster, lab) for lab in labs]
     rows = [header]
     for index, row in enumerate(roster.rows):
-        score = matching.by_row.get(index)
         rows.append(
-            [row[c] for c in columns if c is not None] + [_grade(score, lab, missing) for lab in labs]
+            [row[c] for c in columns if c is not None]
+            + [_grade(matching, index, lab, missing) for lab in labs]
         )
     return rows
+
+
+def _points_differ(roster: Roster, labs: list[Lab]) -> list[str]:
+    """Canvas columns reused from the export whose Points Possible is not the lab's maximum: the
+    points would land on another scale there."""
+    points = next((row for row in roster.rows if row[0].strip().casefold() == "points possible"), None)
+    notes = []
+    for lab in labs:
+        head = _lab_header(roster, lab)
+        column = roster.header.index(head) if head in roster.header else None
+        if points is None or column is None:
+            continue
+        try:
+            there = float(points[column])
+        except ValueError:
+            continue
+        if abs(there - lab.max_points) > 1e-9:
+            notes.append(
+                f"gradebook-canvas.csv: Canvas's {head!r} is worth {format_points(there)} points there and "
+                f"lab {lab.id} {format_points(lab.max_points)} here: set the assignment's points to "
+                f"{format_points(lab.max_points)} in Canvas, or the scores read as a share of another total"
+            )
+    return notes
 
 
 WRITERS = {"canvas": canvas_rows, "moodle": moodle_rows, "blackboard": blackboard_rows}
@@ -281,6 +328,13 @@ def write_gradebooks(
             f"{', '.join(matching.unmatched)}; "
             "rename the uploads to the students' logins, or add them to the roster"
         )
+    for row, students in matching.contested.items():
+        value = request.roster.rows[row][request.roster.id_column]
+        notes.append(
+            f"NOT IN ANY GRADEBOOK FILE: {', '.join(students)} all match the roster row {value!r}, which "
+            "is left blank: keep one upload per student (or grade the one you mean with --submission)"
+        )
+    notes += _points_differ(request.roster, labs) if "canvas" in request.formats else []
     if matching.ambiguous:
         notes.append(
             f"NOT IN ANY GRADEBOOK FILE: {len(matching.ambiguous)} submission(s) match several roster rows: "

@@ -94,21 +94,18 @@ def results_json(score: SubmissionScore) -> dict:
 
 def leaderboard(score: SubmissionScore) -> list[dict]:
     """Gradescope's leaderboard: each visible speed test's time ratio (the student's kernel over
-    the reference kernel, as the test measured it), lower first. Only visible tests: the board is
-    shown to the whole class."""
-    board = []
-    for lab in score.labs:
-        timed = [
-            test
-            for test in lab.tests
-            if shown_to_students(test) and math.isfinite(test.metrics.get("time_ratio", math.nan))
-        ]
-        for test in timed:
-            name = f"lab{lab.lab_id} time vs reference" + (f" ({test.name})" if len(timed) > 1 else "")
-            board.append(
-                {"name": escaped(name), "value": round(test.metrics["time_ratio"], 3), "order": "asc"}
-            )
-    return board
+    the reference kernel, as the test measured it), lower first; only a test that ran to its end
+    and measured a time. Only visible tests: the board is shown to the whole class. Each row is
+    named by its lab and test, the same for every student whatever their tests measured."""
+    return [
+        {"name": escaped(f"lab{lab.lab_id}: {test.name}"), "value": round(ratio, 3), "order": "asc"}
+        for lab in score.labs
+        for test in lab.tests
+        if shown_to_students(test)
+        and test.status is Status.PASSED
+        and math.isfinite(ratio := test.metrics.get("time_ratio", math.nan))
+        and ratio > 0
+    ]
 
 
 def _gradescope_test(lab: LabScore, test: TestScore) -> dict:

@@ -97,6 +97,8 @@ def heat_map(mask: str) -> HeatMap | None:
         return None
     rows, cols, mask_rows, mask_cols = (int(match[i]) for i in range(1, 5))
     marks = match[5]
+    if min(rows, cols, mask_rows, mask_cols) == 0 or len(marks) != mask_rows * mask_cols:
+        return None  # not a mask compare.cpp writes (a score.json edited by hand, say)
     cell = MASK_PIXELS / max(mask_rows, mask_cols)
     cells = [
         ((index % mask_cols) * cell, (index // mask_cols) * cell, MASK_COLORS[mark])

@@ -176,7 +176,9 @@ def score_test(test: RubricTest, outcome: Outcome) -> TestScore:
         status=outcome.status,
         visibility=test.visibility,
         metrics=dict(outcome.metrics),
-        details=[without_masks(message) for message in outcome.messages[:MESSAGES_KEPT]],
+        details=[
+            kept for message in outcome.messages[:MESSAGES_KEPT] if (kept := without_masks(message)).strip()
+        ],
         masks=masks_in(outcome.messages[:MESSAGES_KEPT]),
         duration=round(outcome.duration, 3),
         needs_gpu=outcome.needs_gpu,

@@ -192,3 +192,58 @@ def test_the_summary_names_the_files_and_the_submissions_left_out(tmp_path):
     if (tmp_path / "dashboard.html").exists():  # where Jinja2 is installed
         dashboard = (tmp_path / "dashboard.html").read_text(encoding="utf-8")
         assert "Files for the LMS" in dashboard and "NOT IN ANY GRADEBOOK FILE" in dashboard
+
+
+def test_two_uploads_for_one_student_leave_the_row_blank_even_with_missing_zero(tmp_path):
+    roster_file = tmp_path / "moodle.csv"
+    roster_file.write_text(MOODLE_EXPORT, encoding="utf-8")
+    request = GradebookRequest(["moodle"], read_roster(roster_file, None), "zero")
+    two = [*scores(), SubmissionScore("alice@uni.edu", [])]  # alice.zip and alice@uni.edu.zip
+    notes = write_gradebooks(tmp_path, two, LABS, request)
+    rows = _rows(tmp_path / "gradebook-moodle.csv")
+    assert rows[1] == ["alice@uni.edu", "", ""]  # neither upload's grade, and not a 0
+    assert rows[3] == ["carol@uni.edu", "0", "0"]  # no submission at all: --missing zero
+    assert any("alice, alice@uni.edu all match the roster row 'alice@uni.edu'" in note for note in notes)
+
+
+def test_a_submission_two_rows_match_leaves_both_blank_even_with_missing_zero(tmp_path):
+    roster_file = tmp_path / "r.csv"
+    roster_file.write_text("Email\nalice@uni.edu\nalice@other.edu\ncarol@uni.edu\n", encoding="utf-8")
+    request = GradebookRequest(["moodle"], read_roster(roster_file, None), "zero")
+    write_gradebooks(tmp_path, scores()[:1], LABS, request)
+    assert _rows(tmp_path / "gradebook-moodle.csv")[1:] == [
+        ["alice@uni.edu", "", ""],
+        ["alice@other.edu", "", ""],
+        ["carol@uni.edu", "0", "0"],
+    ]
+
+
+def test_a_semicolon_roster_with_a_quoted_comma_and_a_roster_without_a_header(tmp_path):
+    roster_file = tmp_path / "r.csv"
+    roster_file.write_text('"Last, First";Username\n"Smith, Alice";alice\n', encoding="utf-8")
+    roster = read_roster(roster_file, None)
+    assert roster.header == ["Last, First", "Username"] and roster.rows == [["Smith, Alice", "alice"]]
+    roster_file.write_text(",,,\nalice,1,2,3\n", encoding="utf-8")
+    with pytest.raises(GraderError, match="not a header of column names"):
+        read_roster(roster_file, None)
+
+
+def test_canvas_says_when_a_reused_assignment_is_worth_other_points_and_finds_lab_3(tmp_path):
+    roster_file = tmp_path / "canvas.csv"
+    roster_file.write_text(
+        "Student,ID,SIS Login ID,Section,Lab 3 (55),Occupancy (56)\n"
+        "    Points Possible,,,,100,14\n"
+        '"Smith, Alice",101,alice,A,,\n',
+        encoding="utf-8",
+    )
+    notes = write_gradebooks(
+        tmp_path, scores(), LABS, GradebookRequest(["canvas"], read_roster(roster_file, None))
+    )
+    assert _rows(tmp_path / "gradebook-canvas.csv")[0][-2:] == ["Lab 3 (55)", "Occupancy (56)"]
+    assert any("'Lab 3 (55)' is worth 100 points there and lab 03 38 here" in note for note in notes)
+    assert not any("Occupancy (56)" in note for note in notes)  # 14 and 14
+
+
+def test_roster_options_without_a_gradebook_are_refused(capsys):
+    assert cli.main(["grade", "--roster-id", "Email"]) == 2
+    assert "--roster-id: read only with --gradebook" in capsys.readouterr().err

@@ -111,10 +111,15 @@ def test_results_json_says_its_texts_are_plain_and_puts_visible_speed_figures_on
     data = results_json(sample_score())
     assert data["output_format"] == data["test_output_format"] == data["test_name_format"] == "text"
     # Only the visible speed test: the board is shown to the whole class.
-    assert data["leaderboard"] == [{"name": "lab02 time vs reference", "value": 2.125, "order": "asc"}]
+    assert data["leaderboard"] == [{"name": "lab02: kernel speed", "value": 2.125, "order": "asc"}]
     score = sample_score()
     score.labs[0].tests[2].visibility = "hidden"
     assert "leaderboard" not in results_json(score)
+    # A speed test that failed, or measured nothing sensible, is not ranked.
+    for status, ratio in ((Status.FAILED, 0.01), (Status.PASSED, -1.0), (Status.PASSED, float("inf"))):
+        score = sample_score()
+        score.labs[0].tests[2].status, score.labs[0].tests[2].metrics = status, {"time_ratio": ratio}
+        assert "leaderboard" not in results_json(score)
 
 
 def test_results_json_scores_and_statuses():

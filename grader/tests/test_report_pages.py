@@ -16,7 +16,7 @@ pytest.importorskip("jinja2", reason="Jinja2 is not installed (pip install jinja
 
 from grader.collect import Refusal  # noqa: E402
 from grader.pages import chromium_command, find_chromium  # noqa: E402
-from grader.report_pages import dashboard_html, dashboard_view, feedback_html  # noqa: E402
+from grader.report_pages import dashboard_html, dashboard_view, feedback_html, heat_map  # noqa: E402
 from grader.tests import page_samples as samples  # noqa: E402
 from grader.tests.test_pages import _kept  # noqa: E402
 
@@ -51,7 +51,12 @@ def test_a_student_page_shows_every_shown_test_with_its_hints_and_no_hidden_one(
     assert page.count(cell.format("#cf222e")) == 26 * 26
     assert page.count(cell.format("#57606a")) == 32 * 32 - 26 * 26
     assert "P is 40 x 40; each cell is a block of about 1.2 x 1.2 elements" in text
-    assert "kit-mask" not in text  # drawn, never shown as text
+
+
+def test_a_mask_that_is_not_one_compare_writes_draws_nothing():
+    assert heat_map("kit-mask 0x3 0x3 ") is None
+    assert heat_map("kit-mask 4x4 2x2 .x.") is None  # three marks for four cells
+    assert heat_map("kit-mask 4x4 2x2 .x.u") is not None
 
 
 def test_a_student_page_shows_the_submissions_text_escaped_never_as_markup():
