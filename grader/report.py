@@ -145,6 +145,14 @@ def shown_to_students(test: TestScore) -> bool:
     return test.visibility == "visible"
 
 
+def shown_points(tests: Sequence[TestScore]) -> tuple[float, float, float]:
+    """Points earned and possible on the tests a student is shown, and what the others are worth:
+    the score a student's feedback gives when some tests are not shown (feedback.txt and .html)."""
+    shown = [test for test in tests if shown_to_students(test)]
+    not_shown = sum(test.max_points for test in tests if not shown_to_students(test))
+    return sum(test.points for test in shown), sum(test.max_points for test in shown), not_shown
+
+
 def feedback_text(score: SubmissionScore) -> str:
     """What the student reads: every lab, every test the rubric lets them see with its points,
     reasons and hints, and how many points the tests not shown are worth."""
@@ -158,12 +166,8 @@ def feedback_text(score: SubmissionScore) -> str:
     lines += _refusal_lines(score)
     for lab in score.labs:
         lines += [""] + lab_feedback_lines(lab, student=True)
-    tests = [test for lab in score.labs for test in lab.tests]
-    shown = [test for test in tests if shown_to_students(test)]
-    not_shown = sum(test.max_points for test in tests if not shown_to_students(test))
+    earned, possible, not_shown = shown_points([test for lab in score.labs for test in lab.tests])
     if not_shown:
-        earned = sum(test.points for test in shown)
-        possible = sum(test.max_points for test in shown)
         lines += [
             "",
             f"Score on the tests shown: {format_points(earned)}/{format_points(possible)}",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .escape import escaped
-from .report import fix_first_lines, format_points, ranked_hints, shown_to_students
+from .report import fix_first_lines, format_points, ranked_hints, shown_points, shown_to_students
 from .run import Status
 from .score import (
     MASK_LINE,
@@ -239,12 +239,8 @@ def _lab_view(lab: LabScore) -> LabView:
 
 
 def feedback_view(score: SubmissionScore) -> FeedbackView:
-    tests = [test for lab in score.labs for test in lab.tests]
-    shown = [test for test in tests if shown_to_students(test)]
-    not_shown = sum(test.max_points for test in tests if not shown_to_students(test))
+    earned, possible, not_shown = shown_points([test for lab in score.labs for test in lab.tests])
     if not_shown:
-        earned = sum(test.points for test in shown)
-        possible = sum(test.max_points for test in shown)
         score_line = f"{format_points(earned)}/{format_points(possible)} on the tests shown"
         hidden_note = (
             f"Tests not shown here are worth {format_points(not_shown)} more points; your instructor "
