@@ -4,6 +4,8 @@
 #
 #   make grade [SUBMISSIONS="class/ alice.zip"] [LABS=02]   grade (default: the sample class)
 #   make grade SUBMISSION=path/to/bob                       grade one submission folder on its own
+#   make grade ... GRADEBOOK=canvas ROSTER=export.csv       also the LMS's grade import (canvas, moodle, blackboard)
+#   make report OUT=grades/<run> [GRADEBOOK=.. ROSTER=..]   the class files again from the reports in a graded folder
 #   make test                                               lint, then build and run every test
 #   make lint                                               ruff, mypy and clang-format, where installed
 #   make check LAB=02                                       a student checks one lab
@@ -40,7 +42,7 @@ submission_arg = $(if $(SUBMISSION),--submission $(SUBMISSION),)
 gradebook_arg = $(if $(GRADEBOOK),--gradebook $(GRADEBOOK),) $(if $(ROSTER),--roster $(ROSTER),) \
   $(if $(ROSTER_ID),--roster-id "$(ROSTER_ID)",)
 
-.PHONY: help setup setup-dev build lint test check submit grade grade-bench grade-bench-against validate handout student-kit release plots bench clean
+.PHONY: help setup setup-dev build lint test check submit grade report grade-bench grade-bench-against validate handout student-kit release plots bench clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -84,6 +86,12 @@ submit: setup
 
 grade: setup
 	$(PY) -m grader grade $(labs_arg) $(out_arg) $(submission_arg) $(gradebook_arg) $(SUBMISSIONS)
+
+# make report OUT=grades/run [GRADEBOOK=canvas ROSTER=roster.csv]: the class files again, from the
+# reports in OUT (a class graded in parts and copied together, or a new roster).
+report: setup
+	@test -n "$(OUT)" || { echo "make report: say which graded folder, e.g. make report OUT=grades/20261127-0100"; exit 2; }
+	$(PY) -m grader report $(OUT) $(gradebook_arg)
 
 validate: setup
 	$(PY) -m grader validate $(labs_arg)

@@ -20,7 +20,14 @@ from .errors import GraderError
 from .gradebooks import KNOWN_IDS, MISSING_CHOICES, GradebookRequest, check_formats, read_roster
 from .handout import generate, make_student_kit
 from .pages import PAGES_FOLDER
-from .pipeline import GradeOptions, check_lab, grade_class, grade_sample_class
+from .pipeline import (
+    GradeOptions,
+    check_lab,
+    grade_class,
+    grade_sample_class,
+    graded_labs,
+    rewrite_class_files,
+)
 from .progress import make_progress
 from .release import make_release
 from .report import LOUD, check_lines, gpu_skip_notice, lab_feedback_lines
@@ -138,32 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the folder for the results (default: grades/<timestamp>/); a folder of an earlier, "
         "interrupted run of the same labs is resumed: finished submissions are kept",
     )
-    grade.add_argument(
-        "--gradebook",
-        action="append",
-        default=[],
-        metavar="LMS",
-        help="also write gradebook-LMS.csv, the grade import of canvas, moodle or blackboard, from "
-        "--roster; may be given again, or as a list (canvas,moodle)",
-    )
-    grade.add_argument(
-        "--roster",
-        metavar="FILE",
-        help="with --gradebook: the LMS's own export of its students (Canvas: the gradebook export; "
-        "Moodle: any export with the identifier; Blackboard: the Grade Center download)",
-    )
-    grade.add_argument(
-        "--roster-id",
-        metavar="COLUMN",
-        help="the roster's column that matches a submission's name: a login, an email or a student "
-        "number (default: the first of " + ", ".join(KNOWN_IDS) + " the roster has)",
-    )
-    grade.add_argument(
-        "--missing",
-        choices=MISSING_CHOICES,
-        help="what a roster student with no submission gets in the gradebook files (default: blank, "
-        "no grade)",
-    )
+    _add_gradebook_options(grade)
     grade.add_argument(
         "--regrade", action="store_true", help="with an existing --out, grade every submission again"
     )
@@ -175,6 +157,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_limits(grade)
     _add_grouping(grade)
     grade.set_defaults(command=run_grade)
+
+    report = commands.add_parser(
+        "report",
+        parents=[kit_option],
+        help="write a graded folder's class files again from its reports",
+        description="Writes gradebook.csv, summary.txt and dashboard.html (and, with --gradebook, "
+        "the LMS's import files) of a graded --out folder again from every complete report in it: "
+        "also for a folder whose students were graded by several runs or machines and copied "
+        "together. Grades nothing.",
+    )
+    report.add_argument("folder", metavar="OUT", help="a folder make grade wrote (it has grading.json)")
+    _add_gradebook_options(report)
+    report.set_defaults(command=run_report)
 
     validate = commands.add_parser(
         "validate",
@@ -306,6 +301,35 @@ def _add_unconfined(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run the tests of student code without the sandbox (own PID, network and mount "
         "namespaces); only for code you trust, where the sandbox cannot be set up",
+    )
+
+
+def _add_gradebook_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--gradebook",
+        action="append",
+        default=[],
+        metavar="LMS",
+        help="also write gradebook-LMS.csv, the grade import of canvas, moodle or blackboard, from "
+        "--roster; may be given again, or as a list (canvas,moodle)",
+    )
+    parser.add_argument(
+        "--roster",
+        metavar="FILE",
+        help="with --gradebook: the LMS's own export of its students (Canvas: the gradebook export; "
+        "Moodle: any export with the identifier; Blackboard: the Grade Center download)",
+    )
+    parser.add_argument(
+        "--roster-id",
+        metavar="COLUMN",
+        help="the roster's column that matches a submission's name: a login, an email or a student "
+        "number (default: the first of " + ", ".join(KNOWN_IDS) + " the roster has)",
+    )
+    parser.add_argument(
+        "--missing",
+        choices=MISSING_CHOICES,
+        help="what a roster student with no submission gets in the gradebook files (default: blank, "
+        "no grade)",
     )
 
 
@@ -508,6 +532,17 @@ def _gradebooks(args: argparse.Namespace, labs: list[Lab]) -> GradebookRequest |
     )
     request.check(labs)
     return request
+
+
+def run_report(kit: Kit, args: argparse.Namespace) -> int:
+    folder = Path(args.folder)
+    labs = kit.select(graded_labs(folder))
+    scores = rewrite_class_files(folder, labs, _gradebooks(args, labs))
+    print(f"{folder}: gradebook.csv, summary.txt and dashboard.html written again from {len(scores)} reports")
+    for line in (folder / "summary.txt").read_text(encoding="utf-8").splitlines():
+        if "gradebook-" in line or "NOT IN ANY GRADEBOOK FILE" in line or "no complete report" in line:
+            print(line.strip())
+    return 0
 
 
 def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:

@@ -469,6 +469,47 @@ def write_class_files(
     write_atomically(out_dir / "summary.txt", summary_text(scores, titles, notes, files))
 
 
+def graded_labs(out_dir: Path) -> list[str]:
+    """The labs a graded folder was graded for (its MANIFEST), or a GraderError saying what it is."""
+    try:
+        labs = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))["labs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise GraderError(
+            f"{out_dir}: no readable {MANIFEST}, so it is not a folder make grade wrote; name the --out "
+            "folder of a grading run"
+        ) from None
+    if not isinstance(labs, list) or not all(isinstance(lab, str) for lab in labs):
+        raise GraderError(f"{out_dir / MANIFEST}: its labs are not a list of lab ids; was it edited?")
+    return labs
+
+
+def rewrite_class_files(
+    out_dir: Path, labs: list[Lab], gradebooks: GradebookRequest | None = None
+) -> list[SubmissionScore]:
+    """The class files of a graded folder written again from every complete report in it
+    (`<student>/score.json`), whichever run or machine wrote it: a class graded in parts and
+    copied into one folder gets one gradebook, summary and dashboard. A student folder without a
+    complete report is named in the summary, to be graded again; nothing is graded here."""
+    scores, unfinished = [], []
+    for folder in sorted(
+        path for path in out_dir.iterdir() if path.is_dir() and not path.name.startswith(".")
+    ):
+        score = finished_score(folder)
+        if score is None:
+            unfinished.append(folder.name)
+        else:
+            scores.append(score)
+    if not scores:
+        raise GraderError(f"{out_dir}: no complete report in it; grade the class into it first")
+    notes = [
+        f"{name}: no complete report (a run stopped while grading it, or an older grader's): grade "
+        f"it again with the same --out"
+        for name in unfinished
+    ]
+    write_class_files(out_dir, scores, labs, notes, gradebooks)
+    return scores
+
+
 def submission_pages(score: SubmissionScore) -> dict[str, str]:
     """A submission's pages (feedback.html), none where Jinja2 is missing (the summary says so)."""
     return {FEEDBACK_PAGE: feedback_html(score)} if pages_available() is None else {}

@@ -4,6 +4,7 @@ import csv
 import io
 import json
 import re
+import shutil
 import time
 import zipfile
 from collections.abc import Callable
@@ -544,3 +545,24 @@ def test_make_grade_exits_non_zero_only_for_a_problem_of_the_grader(fake_kit, tm
     monkeypatch.setattr(pipeline, "build_submission_lab", lambda *args: 1 / 0)
     assert cli.main([*grade, "--out", str(tmp_path / "out2"), str(klass)]) == 1
     assert "the grader failed on 2 submission(s): alice, labs;" in capsys.readouterr().err
+
+
+def test_a_class_graded_in_two_parts_gets_one_dashboard_and_gradebook_from_its_reports(fake_kit, tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    folder(first / "alice", {"demo.cu": GOOD_02, "other.cu": GOOD_03})
+    folder(second / "bob", {"demo.cu": TRANSPOSED})
+    out, out2 = tmp_path / "out", tmp_path / "out2"
+    grade_class(fake_kit.kit, cli.find_submissions([first]), fake_kit.options(), out, QuietProgress())
+    grade_class(fake_kit.kit, cli.find_submissions([second]), fake_kit.options(), out2, QuietProgress())
+    shutil.copytree(out2 / "bob", out / "bob")  # the second machine's reports, copied in
+    (out / "carol").mkdir()  # a student whose grading was cut short: no score.json
+    scores = pipeline.rewrite_class_files(out, fake_kit.options().labs)
+    assert [score.student_id for score in scores] == ["alice", "bob"]
+    rows = list(csv.reader((out / "gradebook.csv").open()))
+    assert [row[0] for row in rows[1:]] == ["alice", "bob"]
+    summary = (out / "summary.txt").read_text()
+    assert "carol: no complete report" in summary
+    if pages_available() is None:
+        assert 'href="bob/feedback.html"' in (out / DASHBOARD_PAGE).read_text()
+    with pytest.raises(GraderError, match="not a folder make grade wrote"):
+        pipeline.graded_labs(first)
