@@ -31,6 +31,7 @@ from .pipeline import (
 from .progress import make_progress
 from .release import make_release
 from .report import LOUD, check_lines, gpu_skip_notice, lab_feedback_lines
+from .report_pages import pages_available
 from .rubric import Kit, Lab, find_kit_root, load_kit
 from .run import TESTS_PER_JUDGE, RunConfig
 from .sandbox import detect
@@ -484,9 +485,10 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
         scores = grade_class(kit, entries, options, out_dir, make_progress(), notes, gradebooks)
     else:
         scores = grade_sample_class(kit, options, out_dir, make_progress(), gradebooks)
+    pages = pages_available() is None
     print(
-        f"\nresults in {out_dir}: gradebook.csv, summary.txt, dashboard.html, and <student>/results.json "
-        "+ feedback.txt + feedback.html"
+        f"\nresults in {out_dir}: gradebook.csv, summary.txt{', dashboard.html' if pages else ''}, and "
+        f"<student>/results.json + feedback.txt{' + feedback.html' if pages else ''}"
     )
     if gradebooks is not None:
         for line in (out_dir / "summary.txt").read_text(encoding="utf-8").splitlines():
