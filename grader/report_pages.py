@@ -283,6 +283,19 @@ class TestRate:
     graded: int
 
 
+# The class's speed: students per band of time ratio (their kernel over the reference kernel, as
+# each speed test measured it), the last band open.
+SPEED_BANDS = (1.0, 1.25, 1.5, 2.0, 3.0, 5.0)
+
+
+@dataclass
+class SpeedSpread:
+    test: str
+    counts: list[int]  # students per band: below 1, 1 to 1.25, ..., 5 and above
+    labels: list[str]
+    median: str
+
+
 @dataclass
 class LabClassView:
     lab_id: str
@@ -290,6 +303,30 @@ class LabClassView:
     histogram: Histogram | None
     rates: list[TestRate]
     unbuilt: list[tuple[str, str, str]]  # student, problem, the build log's first error line
+    speed: list[SpeedSpread] = field(default_factory=list)
+
+
+def speed_spreads(labs: list[LabScore]) -> list[SpeedSpread]:
+    """Per speed test of a lab, how the class's time ratios spread (tests that ran to their end
+    and measured a positive, finite ratio)."""
+    ratios: dict[str, list[float]] = {}
+    for lab in labs:
+        for test in lab.tests:
+            ratio = test.metrics.get("time_ratio", math.nan)
+            if test.status is Status.PASSED and math.isfinite(ratio) and ratio > 0:
+                ratios.setdefault(test.name, []).append(ratio)
+    labels = [f"< {SPEED_BANDS[0]:g}"]
+    labels += [f"{low:g}-{high:g}" for low, high in zip(SPEED_BANDS, SPEED_BANDS[1:], strict=False)]
+    labels += [f">= {SPEED_BANDS[-1]:g}"]
+    spreads = []
+    for name, values in ratios.items():
+        counts = [0] * (len(SPEED_BANDS) + 1)
+        for value in values:
+            counts[sum(1 for edge in SPEED_BANDS if value >= edge)] += 1
+        stats = lab_statistics(values)
+        assert stats is not None
+        spreads.append(SpeedSpread(name, counts, labels, f"{stats.median:.2f}"))
+    return spreads
 
 
 @dataclass
@@ -371,7 +408,8 @@ def dashboard_view(
             for student, lab in submitted
             if lab.problem
         ]
-        labs.append(LabClassView(lab_id, title, histogram, rates, unbuilt))
+        speed = speed_spreads([lab for _, lab in submitted])
+        labs.append(LabClassView(lab_id, title, histogram, rates, unbuilt, speed))
         # The class's common causes: each student's cause per test (as Fix first counts them),
         # counted once per student and lab.
         for student, lab in submitted:

@@ -101,6 +101,17 @@ def test_the_dashboard_counts_scores_causes_and_passes_per_student():
     assert samples.HIDDEN_TEST in text
 
 
+def test_the_dashboard_spreads_the_classs_speed_figures_in_bands():
+    view = dashboard_view(samples.small_class(), TITLES)
+    (spread,) = view.labs[0].speed  # lab 03's one speed test; dave's unbuilt lab measured nothing
+    assert spread.test == "tiled kernel speed is close to the reference kernel"
+    # alice and carol 1.92 (1.5 to 2), bob 1.04 (1 to 1.25).
+    assert spread.counts == [0, 1, 0, 2, 0, 0, 0] and spread.median == "1.92"
+    assert spread.labels[0] == "< 1" and spread.labels[-1] == ">= 5"
+    assert "students per band of time ratio" in _text(dashboard_html(samples.small_class(), TITLES))
+    assert view.labs[1].speed == []  # lab 06 has no speed test
+
+
 def test_the_dashboard_of_an_empty_class_says_so():
     page = dashboard_html([], TITLES)
     assert "0 submissions" in _text(page) and "Nobody graded" in _text(page)
