@@ -53,13 +53,42 @@ def text_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     return "\n".join(lines)
 
 
+def outcome_kind(test: TestScore) -> str:
+    """passed, partial (passed with partial credit), skipped or failed: how the reports group a
+    test's result (the text's OK, PART, SKIP, FAIL; the page's badges)."""
+    if test.status is Status.PASSED:
+        return "passed" if test.full_marks else "partial"
+    return "skipped" if test.status is Status.SKIPPED else "failed"
+
+
+STATUS_WORDS = {"passed": "OK", "partial": "PART", "skipped": "SKIP", "failed": "FAIL"}
+
+
 def status_line(test: TestScore, width: int) -> str:
     """gradelib's line: OK, PART (partial credit), SKIP or FAIL, the name, and the points."""
-    if test.status is Status.PASSED:
-        word = "OK" if test.full_marks else "PART"
-    else:
-        word = "SKIP" if test.status is Status.SKIPPED else "FAIL"
+    word = STATUS_WORDS[outcome_kind(test)]
     return f"{word:<4}  {test.name:<{width}}  ({format_points(test.points)}/{format_points(test.max_points)})"
+
+
+def measured_ratio(test: TestScore) -> float | None:
+    """A speed test's time ratio (the student's kernel over the reference kernel, as the test
+    measured it), where the test ran to its end and measured a positive, finite one."""
+    ratio = test.metrics.get("time_ratio", math.nan)
+    return ratio if test.status is Status.PASSED and math.isfinite(ratio) and ratio > 0 else None
+
+
+def detail_lines(test: TestScore) -> list[str]:
+    """What a test that did not pass reported, line by line, its hint lines left out (the hints
+    are shown ranked on their own). Lines end at "\n" only: a \r or \u2028 from the student's
+    output is shown escaped, never made a line of its own."""
+    if test.status in (Status.PASSED, Status.SKIPPED):
+        return []
+    return [
+        line
+        for detail in test.details
+        for line in detail.split("\n")
+        if not line.strip().lower().startswith("hint:")
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,10 +130,7 @@ def leaderboard(score: SubmissionScore) -> list[dict]:
         {"name": escaped(f"lab{lab.lab_id}: {test.name}"), "value": round(ratio, 3), "order": "asc"}
         for lab in score.labs
         for test in lab.tests
-        if shown_to_students(test)
-        and test.status is Status.PASSED
-        and math.isfinite(ratio := test.metrics.get("time_ratio", math.nan))
-        and ratio > 0
+        if shown_to_students(test) and (ratio := measured_ratio(test)) is not None
     ]
 
 
@@ -222,15 +248,8 @@ def _test_lines(lab: LabScore, test: TestScore, show_details: bool) -> list[str]
         # The compiler output is told once, at the lab, not under every test.
         return [f"not run: {lab.problem} (see the lab's messages)"]
     lines = list(test.reasons) + [f"hint: {hint}" for hint in ranked_hints(test)]
-    if show_details and test.status not in (Status.PASSED, Status.SKIPPED):
-        # Lines end at "\n" only: a \r or \u2028 from the student's output is shown escaped,
-        # never made a line of its own.
-        shown = [
-            line
-            for detail in test.details
-            for line in detail.split("\n")
-            if not line.strip().lower().startswith("hint:")
-        ]
+    if show_details:
+        shown = detail_lines(test)
         lines += shown[:DETAILS_SHOWN_LINES]
         if len(shown) > DETAILS_SHOWN_LINES:
             lines.append(f"[... {len(shown) - DETAILS_SHOWN_LINES} more lines]")

@@ -12,14 +12,22 @@ summary says so: the text reports stand alone (docs/instructors.md, "Pages").
 from __future__ import annotations
 
 import base64
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .escape import escaped
-from .report import fix_first_lines, format_points, ranked_hints, shown_points, shown_to_students
+from .report import (
+    detail_lines,
+    fix_first_lines,
+    format_points,
+    measured_ratio,
+    outcome_kind,
+    ranked_hints,
+    shown_points,
+    shown_to_students,
+)
 from .run import Status
 from .score import (
     MASK_LINE,
@@ -160,26 +168,13 @@ class FeedbackView:
     labs: list[LabView] = field(default_factory=list)
 
 
-def _status(test: TestScore) -> str:
-    if test.status is Status.PASSED:
-        return "passed" if test.full_marks else "partial"
-    return "skipped" if test.status is Status.SKIPPED else "failed"
-
-
 def _test_view(lab: LabScore, test: TestScore) -> TestView:
     if lab.problem and test.status is Status.NOT_BUILT:
         return TestView(test.name, "failed", _score(test), ["not run: the lab was not built"], [], [], 0)
-    details = []
-    if test.status not in (Status.PASSED, Status.SKIPPED):
-        details = [
-            line
-            for detail in test.details
-            for line in detail.split("\n")
-            if not line.strip().lower().startswith("hint:")
-        ]
+    details = detail_lines(test)
     return TestView(
         name=test.name,
-        status=_status(test),
+        status=outcome_kind(test),
         points=_score(test),
         reasons=[reason for reason in test.reasons if reason != "failed"],  # the badge says so
         hints=ranked_hints(test),
@@ -213,13 +208,7 @@ def _lab_view(lab: LabScore) -> LabView:
             f"Not shown here: {tests} worth {worth} points, which the rubric makes hidden or shown "
             "after the due date."
         )
-    speed = [
-        SpeedBar(test.name, test.metrics["time_ratio"])
-        for test in shown
-        if "time_ratio" in test.metrics
-        and math.isfinite(test.metrics["time_ratio"])
-        and test.metrics["time_ratio"] > 0
-    ]
+    speed = [SpeedBar(test.name, ratio) for test in shown if (ratio := measured_ratio(test)) is not None]
     log = lab.build_log.rstrip("\n").split("\n") if lab.build_log.strip() else []
     return LabView(
         lab_id=lab.lab_id,
@@ -312,8 +301,8 @@ def speed_spreads(labs: list[LabScore]) -> list[SpeedSpread]:
     ratios: dict[str, list[float]] = {}
     for lab in labs:
         for test in lab.tests:
-            ratio = test.metrics.get("time_ratio", math.nan)
-            if test.status is Status.PASSED and math.isfinite(ratio) and ratio > 0:
+            ratio = measured_ratio(test)
+            if ratio is not None:
                 ratios.setdefault(test.name, []).append(ratio)
     labels = [f"< {SPEED_BANDS[0]:g}"]
     labels += [f"{low:g}-{high:g}" for low, high in zip(SPEED_BANDS, SPEED_BANDS[1:], strict=False)]
