@@ -64,6 +64,16 @@ def outcome_kind(test: TestScore) -> str:
 STATUS_WORDS = {"passed": "OK", "partial": "PART", "skipped": "SKIP", "failed": "FAIL"}
 
 
+def not_shown_line(hidden: Sequence[TestScore]) -> str:
+    """What a lab's feedback says of the tests it does not show: how many, and their worth."""
+    worth = format_points(sum(test.max_points for test in hidden))
+    tests = "1 test" if len(hidden) == 1 else f"{len(hidden)} tests"
+    return (
+        f"Not shown here: {tests} worth {worth} points, which the rubric makes hidden or shown "
+        "after the due date."
+    )
+
+
 def status_line(test: TestScore, width: int) -> str:
     """gradelib's line: OK, PART (partial credit), SKIP or FAIL, the name, and the points."""
     word = STATUS_WORDS[outcome_kind(test)]
@@ -230,11 +240,7 @@ def lab_feedback_lines(lab: LabScore, student: bool = False) -> list[str]:
         lines.append(f"  {status_line(test, width)}")
         lines += ["        " + line for line in _test_lines(lab, test, show_details=True)]
     if hidden:
-        worth = format_points(sum(test.max_points for test in hidden))
-        lines.append(
-            f"  Not shown here: {len(hidden)} tests worth {worth} points, which the rubric makes "
-            "hidden or shown after the due date."
-        )
+        lines.append(f"  {not_shown_line(hidden)}")
     if lab.charts.files:
         names = ", ".join(f"lab{lab.lab_id}/{name}" for name in lab.charts.files)
         lines.append(f"  Charts drawn from your code: {names}")

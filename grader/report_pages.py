@@ -23,6 +23,7 @@ from .report import (
     fix_first_lines,
     format_points,
     measured_ratio,
+    not_shown_line,
     outcome_kind,
     ranked_hints,
     shown_points,
@@ -200,14 +201,7 @@ def _lab_view(lab: LabScore) -> LabView:
     possible = sum(test.max_points for test in shown)
     points = f"{format_points(earned)}/{format_points(possible)}" + (" on the tests shown" if hidden else "")
     not_submitted = lab.problem if lab.problem is not None and lab.problem.startswith(NOT_SUBMITTED) else None
-    hidden_line = None
-    if hidden:
-        worth = format_points(sum(test.max_points for test in hidden))
-        tests = "1 test" if len(hidden) == 1 else f"{len(hidden)} tests"
-        hidden_line = (
-            f"Not shown here: {tests} worth {worth} points, which the rubric makes hidden or shown "
-            "after the due date."
-        )
+    hidden_line = not_shown_line(hidden) if hidden else None
     speed = [SpeedBar(test.name, ratio) for test in shown if (ratio := measured_ratio(test)) is not None]
     log = lab.build_log.rstrip("\n").split("\n") if lab.build_log.strip() else []
     return LabView(
