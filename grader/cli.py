@@ -30,7 +30,15 @@ from .pipeline import (
 )
 from .progress import make_progress
 from .release import make_release
-from .report import LOUD, check_lines, gpu_skip_notice, lab_feedback_lines
+from .report import (
+    FILES_HEADING,
+    FOLDER_HEADING,
+    LOUD,
+    check_lines,
+    gpu_skip_notice,
+    lab_feedback_lines,
+    summary_section,
+)
 from .report_pages import pages_available
 from .rubric import Kit, Lab, find_kit_root, load_kit
 from .run import TESTS_PER_JUDGE, RunConfig
@@ -491,9 +499,7 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
         f"<student>/results.json + feedback.txt{' + feedback.html' if pages else ''}"
     )
     if gradebooks is not None:
-        for line in (out_dir / "summary.txt").read_text(encoding="utf-8").splitlines():
-            if "gradebook-" in line or "NOT IN ANY GRADEBOOK FILE" in line:
-                print(line.strip())
+        _print_section(out_dir, FILES_HEADING)
     notice = gpu_skip_notice(scores)
     if notice:
         print(f"\n{LOUD}\n{notice}\n{LOUD}")
@@ -541,10 +547,15 @@ def run_report(kit: Kit, args: argparse.Namespace) -> int:
     labs = kit.select(graded_labs(folder))
     scores = rewrite_class_files(folder, labs, _gradebooks(args, labs))
     print(f"{folder}: gradebook.csv, summary.txt and dashboard.html written again from {len(scores)} reports")
-    for line in (folder / "summary.txt").read_text(encoding="utf-8").splitlines():
-        if "gradebook-" in line or "NOT IN ANY GRADEBOOK FILE" in line or "no complete report" in line:
-            print(line.strip())
+    for heading in (FOLDER_HEADING, FILES_HEADING):
+        _print_section(folder, heading)
     return 0
+
+
+def _print_section(out_dir: Path, heading: str) -> None:
+    """A section of the summary just written, repeated on the terminal (the LMS files' notes)."""
+    for line in summary_section((out_dir / "summary.txt").read_text(encoding="utf-8"), heading):
+        print(line)
 
 
 def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:

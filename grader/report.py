@@ -440,6 +440,20 @@ def gpu_skip_line(tests: Iterable[TestScore]) -> str | None:
 SUMMARY_PATHS_SHOWN = 5  # refused files named per submission in the summary; feedback.txt has all
 
 
+# The summary's sections that the terminal repeats after a run (summary_section).
+FOLDER_HEADING = "About the class folder (not graded, or graded as said):"
+FILES_HEADING = "Files for the LMS and pages:"
+
+
+def summary_section(summary: str, heading: str) -> list[str]:
+    """The lines of one section of a summary_text, under its heading, to its blank line."""
+    lines = summary.splitlines()
+    if heading not in lines:
+        return []
+    section = lines[lines.index(heading) + 1 :]
+    return [line.strip() for line in section[: section.index("") if "" in section else len(section)]]
+
+
 def summary_text(
     scores: list[SubmissionScore],
     lab_titles: dict[str, str],
@@ -454,10 +468,9 @@ def summary_text(
     if notice:
         lines += ["", LOUD, notice, LOUD]
     if notes:
-        lines += ["", "About the class folder (not graded, or graded as said):"]
-        lines += [f"  {note}" for note in notes]
+        lines += ["", FOLDER_HEADING] + [f"  {note}" for note in notes]
     if files:
-        lines += ["", "Files for the LMS and pages:"] + [f"  {line}" for line in files]
+        lines += ["", FILES_HEADING] + [f"  {line}" for line in files]
     for lab_id, title in lab_titles.items():
         lines += [""] + _lab_summary(lab_id, title, scores)
     totals = [score.points for score in scores]

@@ -14,6 +14,7 @@ from grader import cli
 from grader.collect import LMS_GRADEBOOKS
 from grader.errors import GraderError
 from grader.gradebooks import FORMATS, GradebookRequest, check_formats, match, read_roster, write_gradebooks
+from grader.report import FILES_HEADING, summary_section
 from grader.rubric import Lab, RubricTest
 from grader.run import Status
 from grader.score import LabScore, SubmissionScore
@@ -189,6 +190,8 @@ def test_the_summary_names_the_files_and_the_submissions_left_out(tmp_path):
     assert "gradebook-moodle.csv: 3 roster students, for moodle" in summary
     assert "NOT IN ANY GRADEBOOK FILE: 1 submission(s)" in summary and "zed" in summary
     assert "About the class folder" not in summary  # the class folder had nothing said of it
+    files = summary_section(summary, FILES_HEADING)  # what the terminal repeats
+    assert files[0] == "gradebook-moodle.csv: 3 roster students, for moodle" and len(files) == 2
     if (tmp_path / "dashboard.html").exists():  # where Jinja2 is installed
         dashboard = (tmp_path / "dashboard.html").read_text(encoding="utf-8")
         assert "Files for the LMS" in dashboard and "NOT IN ANY GRADEBOOK FILE" in dashboard
