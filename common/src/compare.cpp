@@ -353,10 +353,8 @@ std::vector<std::string> diagnose(const std::vector<float>& got, const MatmulRef
   return hints;
 }
 
+// Comparison::mask: P in at most kMaskCells x kMaskCells cells, each the worst of its block.
 std::string mask_line(const std::vector<Cell>& cells, int rows, int cols) {
-  // Which elements were wrong, for the grader's heat map (grader/report_pages.py reads it, and
-  // no report shows the line itself): P in at most kMaskCells x kMaskCells cells, each the worst
-  // of its block: u never written, n NaN or infinite, x wrong, . right.
   const int mask_rows = rows < kMaskCells ? rows : kMaskCells;
   const int mask_cols = cols < kMaskCells ? cols : kMaskCells;
   std::string marks(static_cast<std::size_t>(mask_rows) * mask_cols, '.');
@@ -411,10 +409,8 @@ Comparison compare_matrix(const std::vector<float>& got, const MatmulReference& 
   for (const std::string& hint : diagnose(got, ref, t, tile, alternatives)) {
     out << "hint: " << hint << "\n";
   }
-  // Last: the grader keeps the first 4000 characters of a message, and a cut mask is only
-  // dropped, where a cut hint would be lost.
-  out << mask_line(t.cells, ref.rows, ref.cols) << "\n";
   result.report = out.str();
+  result.mask = mask_line(t.cells, ref.rows, ref.cols);
   return result;
 }
 
@@ -496,14 +492,9 @@ std::string with_diagnosis(const std::string& report, const std::string& inputs,
   const bool explained = !cause.empty() && example.empty();
   const std::string observed = std::string("hint: ") + kCannotTellWhy;
   std::vector<std::string> lines;
-  std::string mask;  // kept last (compare_matrix says why)
   std::istringstream in(report);
   for (std::string line; std::getline(in, line);) {
     if (explained && line.rfind(observed, 0) == 0) continue;
-    if (line.rfind("kit-mask ", 0) == 0) {
-      mask = line;
-      continue;
-    }
     lines.push_back(line);
   }
   auto first_hint = lines.begin();
@@ -513,10 +504,13 @@ std::string with_diagnosis(const std::string& report, const std::string& inputs,
     ++first_hint;
   }
   if (!cause.empty()) lines.insert(first_hint, "hint: " + inputs + ", " + cause + ".");
-  if (!mask.empty()) lines.push_back(mask);
   std::string out;
   for (const std::string& line : lines) out += line + "\n";
   return out;
+}
+
+std::string failure_message(const Comparison& cmp) {
+  return cmp.mask.empty() ? cmp.report : cmp.report + cmp.mask + "\n";
 }
 
 bool report_names_a_cause(const std::string& report) {

@@ -25,7 +25,17 @@ struct Alternative {
 struct Comparison {
   bool ok = true;
   std::string report;  // empty when ok; lines of detail, then lines starting with "hint:"
+  // Which elements were wrong, for the grader's heat map (grader/report_pages.py): a line
+  // "kit-mask RxC rxc marks", P in at most 32 x 32 cells, each the worst of its block (u never
+  // written, n NaN or infinite, x wrong, . right). Empty when ok. No report shows it: the grader
+  // takes it out of the test's messages (grader/score.py).
+  std::string mask;
 };
+
+// What a failed check reports (KIT_CHECK_MATRIX): the report, then the mask on a line of its own,
+// last, since the grader keeps the first 4000 characters of a message and a cut mask is only
+// dropped where a cut hint would be lost.
+std::string failure_message(const Comparison& cmp);
 
 // What marks a hint that says only what was observed, no cause (case aside): the grader never
 // leads a lab's feedback with one (grader/score.py, OBSERVATION_MARK), and check_matmul maps

@@ -29,16 +29,16 @@
   do {                                               \
     const ::kit::Comparison kit_cmp_ = (comparison); \
     if (!kit_cmp_.ok)                                \
-      FAIL_CHECK(kit_cmp_.report);                   \
+      FAIL_CHECK(::kit::failure_message(kit_cmp_));  \
     else                                             \
       SUCCEED("result matches the host reference");  \
   } while (false)
 
 // As KIT_CHECK_MATRIX, but ends the test on a mismatch (use before timing a kernel).
-#define KIT_REQUIRE_MATRIX(comparison)               \
-  do {                                               \
-    const ::kit::Comparison kit_cmp_ = (comparison); \
-    if (!kit_cmp_.ok) FAIL(kit_cmp_.report);         \
+#define KIT_REQUIRE_MATRIX(comparison)                        \
+  do {                                                        \
+    const ::kit::Comparison kit_cmp_ = (comparison);          \
+    if (!kit_cmp_.ok) FAIL(::kit::failure_message(kit_cmp_)); \
   } while (false)
 
 namespace kit {
