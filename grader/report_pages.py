@@ -12,6 +12,7 @@ summary says so: the text reports stand alone (docs/instructors.md, "Pages").
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,7 @@ def pages_available() -> str | None:
     return None
 
 
+@functools.cache  # one environment, its templates compiled once, for every page of a run
 def _environment() -> jinja2.Environment:
     import jinja2  # here, not at the top: the grader runs without it (pages_available)
 
