@@ -80,6 +80,13 @@ LAUNCH_HINT = (
 CUDA_ERROR_HINTS = {
     "kernel launch failed: cudaErrorInvalidConfiguration": LAUNCH_HINT,
     "kernel launch failed: cudaErrorInvalidValue": LAUNCH_HINT,
+    # At launch this error means the block asks for more registers than one block may hold
+    # (seen on an H200: a lab 03 kernel that ptxas gave 78 registers, launched with 1024 threads).
+    "kernel launch failed: cudaErrorLaunchOutOfResources": "the block asks for more registers than "
+    "one block may use: threads per block times the kernel's registers per thread must fit 65,536 "
+    "(64 each at 1024 threads). nvcc -Xptxas -v prints the kernel's count; keep fewer values live, or "
+    "put __launch_bounds__(threads per block) on the kernel so the compiler fits it "
+    "(lab 06's README section 4.2).",
     # An observation (score.OBSERVATION_MARK): the fault proves an access outside the memory the
     # kernel was given, not which one, nor that a guard rather than an index or a size is wrong.
     "failed: cudaErrorIllegalAddress": "a kernel read or wrote outside the memory it was given; the kit "

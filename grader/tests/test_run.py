@@ -240,6 +240,12 @@ def test_a_cuda_error_in_an_exception_gets_the_kits_hint_for_it():
     )
     assert len(outcome.hints) == 1 and "outside the memory it was given" in outcome.hints[0]
     assert not names_a_cause(outcome.hints[0])  # a fault proves no one access wrong
+    outcome = _outcome_of(
+        '<Exception filename="t.cpp" line="3">lab.cu:74: kernel launch failed: cudaErrorLaunchOutOfResources '
+        "(too many resources requested for launch)</Exception>"
+    )
+    assert len(outcome.hints) == 1 and "__launch_bounds__" in outcome.hints[0]
+    assert names_a_cause(outcome.hints[0])  # the error at launch proves the block's registers
 
 
 def test_a_limit_without_end_starts_the_process_with_cpu_time_unbounded(tmp_path):
