@@ -348,8 +348,8 @@ def _add_grouping(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=TESTS_PER_JUDGE,
         metavar="N",
-        help="[gpu][correctness] tests of a lab with a worker run this many to a test process, "
-        "a test keeping the workers of one that passed cleanly; 1 runs each alone "
+        help="[gpu] tests of a lab with a worker, but for those tagged [alone], run this many to a "
+        "test process, a test keeping the workers of one that passed cleanly; 1 runs each alone "
         f"(default: {TESTS_PER_JUDGE})",
     )
 

@@ -1,7 +1,7 @@
 """Stage 4, run: each rubric test in its own process, its result read from Catch2's XML reporter.
 
 One process per test because a CUDA fault is sticky for the rest of its process (docs/architecture.md).
-A split lab's [gpu][correctness] tests, whose faults happen in the worker, may share a judge process
+A split lab's [gpu] tests not tagged [alone], whose faults happen in the worker, may share a judge process
 (run_test_group), a case keeping its workers only after a clean pass; whatever that process does
 not settle runs alone.
 The result comes only from the XML report Catch2 writes for the exact test requested, through
@@ -58,13 +58,15 @@ ENV_KEPT_PREFIXES = ("NVIDIA_",)
 # order with the timer's events, so it is timed (CTest, without this, checks the timer's own
 # host-clock fallback for that case).
 TEST_ENV = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
-# [gpu][correctness] tests of a split lab to a judge process when a class is graded
-# (run_test_group): the judge's CUDA context made once for them, not once each. Only those: they
-# run no sanitizer or profiler and ask for no window, so none waits in a shared process behind
-# another's turn (the others, fewer and longer, keep a process each and run side by side).
+# [gpu] tests of a split lab to a judge process when a class is graded (run_test_group): the
+# judge's CUDA context, and the workers' while their cases pass cleanly, made once for them, not
+# once each. Not those tagged [alone]: a test that runs a sanitizer or a profiler over the
+# student's code, asks for a measuring window, or counts what the student's worker holds keeps a
+# process of its own, so that none waits in a shared process behind another's turn and none
+# counts what an earlier case left (the kit's tag rule, grader/tests/test_kit_rubrics.py).
 # Bench on an H200: docs/architecture.md, "Judge and worker".
 TESTS_PER_JUDGE = 8
-SHARED_TAG = "correctness"
+ALONE_TAG = "alone"
 # Elements whose text explains a failure, in the order Catch2 writes them.
 MESSAGE_TAGS = ("Info", "Failure", "Exception", "FatalErrorCondition")
 # Elements whose text the student's code may have written (an exception it threw, a signal):
@@ -242,7 +244,7 @@ def run_tests(
         return outcome
 
     def together(batch: list[ListedTest]) -> dict[str, Outcome]:
-        """[gpu][correctness] tests of a split lab in one judge process (run_test_group), on one lease;
+        """[gpu] tests of a split lab, none [alone], in one judge process (run_test_group), on one lease;
         each test the group did not settle runs alone afterwards, as `one` runs it."""
         settled: dict[str, Outcome] = {}
         if scheduler.has_gpus and worker is not None:
@@ -264,7 +266,7 @@ def run_tests(
 
     size = config.tests_per_process if worker is not None else 1
     grouped = [
-        test for test in tests if test.needs_gpu and SHARED_TAG in test.tags and _plain_name(test.name)
+        test for test in tests if test.needs_gpu and ALONE_TAG not in test.tags and _plain_name(test.name)
     ]
     grouped = grouped if size > 1 else []
     singles = {test.name: pool.submit(one, test) for test in tests if test not in grouped}

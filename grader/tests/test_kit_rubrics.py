@@ -9,12 +9,14 @@ tag rules the grader relies on (docs/architecture.md, "Tests").
 from __future__ import annotations
 
 import os
+import re
+from itertools import zip_longest
 from pathlib import Path
 
 import pytest
 
 from grader.rubric import check_rubric_against_listing, find_kit_root, load_kit
-from grader.run import RunConfig, list_tests
+from grader.run import ALONE_TAG, RunConfig, list_tests
 
 KINDS = {"correctness", "performance", "safety", "resources", "concepts"}
 BUILD = os.environ.get("KIT_BUILD_DIR", "")
@@ -34,4 +36,55 @@ def test_every_rubric_matches_its_executable_and_tags_follow_the_rules(lab, tmp_
         tags = set(test.tags)
         assert lab.tag in tags, f"{test.name!r} lacks the tag [{lab.tag}]"
         assert len(tags & KINDS) == 1, f"{test.name!r} needs exactly one kind tag of {sorted(KINDS)}"
-        assert tags <= KINDS | {lab.tag, "gpu"}, f"{test.name!r} has unknown tags {sorted(tags - KINDS)}"
+        assert tags <= KINDS | {lab.tag, "gpu", ALONE_TAG}, (
+            f"{test.name!r} has unknown tags {sorted(tags - KINDS)}"
+        )
+        if ALONE_TAG in tags:
+            assert "gpu" in tags, (
+                f"{test.name!r}: [{ALONE_TAG}] is for [gpu] tests; the others run alone anyway"
+            )
+        elif "gpu" in tags:
+            assert "performance" not in tags and not TOOL_IN_NAME.search(test.name), (
+                f"{test.name!r} measures or runs a sanitizer: tag it [{ALONE_TAG}] (grader/run.py)"
+            )
+    for name in gpu_tests_that_must_run_alone(lab):
+        tags = next(set(test.tags) for test in listed if test.name == name)
+        assert ALONE_TAG in tags, (
+            f"{name!r} runs a sanitizer or profiler, times kernels or counts the worker's device "
+            f"memory: tag it [{ALONE_TAG}] (grader/run.py)"
+        )
+
+
+# What a test's name ends with when it runs a sanitizer, and what in its body shows it runs a tool
+# over the student's code, times kernels or counts the worker's device memory: the tests that
+# must not share a judge process with others (grader/run.py, ALONE_TAG).
+TOOL_IN_NAME = re.compile(r"under (racecheck|synccheck|memcheck|initcheck)$")
+NEEDS_ALONE = re.compile(
+    r"sanitizer|profiler::|check_tiled_global_loads|SpeedComparison|racecheck|synccheck|memcheck"
+    r"|device_memory\("
+)
+TEST_CASE = re.compile(r"\bTEST_CASE\(\s*((?:\"[^\"]*\"\s*)+),[^{]*\{")
+
+
+def gpu_tests_that_must_run_alone(lab) -> list[str]:
+    """The names of the lab's [gpu] tests whose source calls for a process of their own."""
+    sources = [*KIT.lab_dir(lab).glob("tests/*.c*")]
+    if KIT.has_solutions:
+        sources += KIT.solution_dir(lab).glob("hidden_tests/*.c*")
+    names = []
+    for source in sources:
+        text = source.read_text()
+        cases = list(TEST_CASE.finditer(text))
+        for case, after in zip_longest(cases, cases[1:]):
+            body = text[case.end() : after.start() if after else len(text)]
+            if "[gpu]" in case.group(0) and NEEDS_ALONE.search(body):
+                names.append(re.sub(r'"\s*"', "", case.group(1)).strip().strip('"'))
+    return names
+
+
+def test_the_alone_rule_reads_the_test_cases_that_need_it() -> None:
+    lab = next(lab for lab in KIT.labs if lab.id == "05")
+    names = gpu_tests_that_must_run_alone(lab)
+    assert "each launch asks for exactly the dynamic shared memory its configuration needs" in names
+    assert "dynamic kernel speed is close to the reference kernel" in names
+    assert "dynamic kernel reads and writes nothing outside its matrices" not in names

@@ -37,20 +37,27 @@ def processes(log: Path) -> dict[str, list[str]]:
     return ran
 
 
-def test_correctness_gpu_tests_of_a_split_lab_run_several_to_a_process_in_listing_order(tmp_path):
+def test_gpu_tests_of_a_split_lab_not_alone_run_several_to_a_process_in_listing_order(tmp_path):
     log = tmp_path / "pids.txt"
     tests = [
         {"name": f"gpu {i}", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"} for i in range(5)
     ]
     tests.append({"name": "host only", "tags": "[lab05][concepts]", "behaviour": f"pid:{log}"})
-    # A sanitizer's, a profiler's or a timed test asks for turns and windows: alone, as before.
-    tests.append({"name": "under a tool", "tags": "[lab05][safety][gpu]", "behaviour": f"pid:{log}"})
+    # A sanitizer's, a profiler's or a timed test asks for turns and windows: [alone], as before.
+    tests.append({"name": "under a tool", "tags": "[lab05][safety][alone][gpu]", "behaviour": f"pid:{log}"})
+    # Other GPU tests of any kind share processes with the correctness tests.
+    tests.append({"name": "guard bands", "tags": "[lab05][safety][gpu]", "behaviour": f"pid:{log}"})
     outcomes = grade(tmp_path, tests)
     assert list(outcomes) == [test["name"] for test in tests]
     assert {outcome.status for outcome in outcomes.values()} == {Status.PASSED}
     assert [outcomes[f"gpu {i}"].needs_gpu for i in range(5)] == [True] * 5
     groups = sorted(processes(log).values())
-    assert groups == [["gpu 0", "gpu 1", "gpu 2"], ["gpu 3", "gpu 4"], ["host only"], ["under a tool"]]
+    assert groups == [
+        ["gpu 0", "gpu 1", "gpu 2"],
+        ["gpu 3", "gpu 4", "guard bands"],
+        ["host only"],
+        ["under a tool"],
+    ]
 
 
 def test_without_a_worker_or_with_one_a_process_every_test_runs_alone(tmp_path):

@@ -306,7 +306,7 @@ TEST_CASE("polynomial kernel writes nothing past the end of y", "[lab01][safety]
 }
 
 TEST_CASE("polynomial kernel shares no variable between its threads under racecheck",
-          "[lab01][safety][gpu]") {
+          "[lab01][safety][alone][gpu]") {
   KIT_REQUIRE_GPU();
   check_no_race("polynomial", "evaluate_polynomial_kernel", "polynomial correctness tests",
                 "threads of a block wrote and read the same __shared__ variable. A value each "
@@ -483,7 +483,8 @@ TEST_CASE("block sum kernel keeps its partial sums in shared memory", "[lab01][r
   CHECK(bytes <= 2 * one_per_thread);
 }
 
-TEST_CASE("block sum kernel has no shared-memory race under racecheck", "[lab01][safety][gpu]") {
+TEST_CASE("block sum kernel has no shared-memory race under racecheck",
+          "[lab01][safety][alone][gpu]") {
   KIT_REQUIRE_GPU();
   check_no_race("block-sums", "block_sums_kernel", "block sum correctness test",
                 "a thread read a partial sum that another thread stores, with no "
@@ -493,7 +494,7 @@ TEST_CASE("block sum kernel has no shared-memory race under racecheck", "[lab01]
 // ---- Part 4: the private array ----
 
 TEST_CASE("block sum kernel lets every thread reach each barrier under synccheck",
-          "[lab01][safety][gpu]") {
+          "[lab01][safety][alone][gpu]") {
   KIT_REQUIRE_GPU();
   const std::string tool = kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the barrier check");
   kit::require_only_the_labs_kernels("README section 7");

@@ -111,7 +111,8 @@ TEST_CASE("host function rejects null matrices and block sizes outside 1 to 32",
                     ContainsSubstring("block_size"));
 }
 
-TEST_CASE("host function frees every device buffer it allocates", "[lab02][resources][gpu]") {
+TEST_CASE("host function frees every device buffer it allocates",
+          "[lab02][resources][alone][gpu]") {
   KIT_REQUIRE_GPU();
   // The student's code runs in its own process (the worker), and what it holds of the device is
   // read from the driver (NVML), outside that process. Where the kit has the reference, its
@@ -158,7 +159,8 @@ TEST_CASE("host function frees every device buffer it allocates", "[lab02][resou
   CHECK(kept_mib < 4.0);
 }
 
-TEST_CASE("naive kernel speed is close to the reference kernel", "[lab02][performance][gpu]") {
+TEST_CASE("naive kernel speed is close to the reference kernel",
+          "[lab02][performance][alone][gpu]") {
   KIT_REQUIRE_GPU();
   const int width = 1024, block = 16;
   const kit::MatmulProblem problem = kit::make_square_problem(width, 6000);

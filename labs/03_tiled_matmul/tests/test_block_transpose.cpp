@@ -87,7 +87,8 @@ TEST_CASE("block transpose result matches the host reference for block widths 4 
   }
 }
 
-TEST_CASE("block transpose has no shared-memory race under racecheck", "[lab03][safety][gpu]") {
+TEST_CASE("block transpose has no shared-memory race under racecheck",
+          "[lab03][safety][alone][gpu]") {
   KIT_REQUIRE_GPU();
   const std::string tool = lab03_tests::find_racecheck();
   kit::require_only_the_labs_kernels("README section 12");

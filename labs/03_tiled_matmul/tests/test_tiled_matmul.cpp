@@ -63,7 +63,7 @@ TEST_CASE("tiled kernel keeps two TILE_WIDTH x TILE_WIDTH float tiles in shared 
   }
 }
 
-TEST_CASE("tiled kernel has no shared-memory race under racecheck", "[lab03][safety][gpu]") {
+TEST_CASE("tiled kernel has no shared-memory race under racecheck", "[lab03][safety][alone][gpu]") {
   KIT_REQUIRE_GPU();
   const std::string tool = lab03_tests::find_racecheck();
   // Racecheck names a hazard by the order in which it saw the two accesses, which depends on
@@ -111,7 +111,7 @@ TEST_CASE("tiled kernel has no shared-memory race under racecheck", "[lab03][saf
 }
 
 TEST_CASE("block transpose and tiled kernels let every thread reach each barrier under synccheck",
-          "[lab03][safety][gpu]") {
+          "[lab03][safety][alone][gpu]") {
   KIT_REQUIRE_GPU();
   const std::string tool = kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the barrier check");
   kit::require_only_the_labs_kernels("README section 12");
@@ -122,7 +122,7 @@ TEST_CASE("block transpose and tiled kernels let every thread reach each barrier
 }
 
 TEST_CASE("tiled kernel loads from global memory TILE_WIDTH times less often than the naive kernel",
-          "[lab03][performance][gpu]") {
+          "[lab03][performance][alone][gpu]") {
   KIT_REQUIRE_GPU();
   // Nsight Compute counts the kernel's global load instructions at both tile widths: a tiled
   // kernel issues 2 per warp per phase, whatever the GPU (README section 10).
@@ -167,7 +167,7 @@ TEST_CASE("host function rejects null matrices and tile widths other than 16 and
 }
 
 TEST_CASE("tiled kernel speed is close to the reference tiled kernel",
-          "[lab03][performance][gpu]") {
+          "[lab03][performance][alone][gpu]") {
   KIT_REQUIRE_GPU();
   const int width = 1024;
   const kit::MatmulProblem problem = kit::make_square_problem(width, 3400);

@@ -123,7 +123,8 @@ TEST_CASE("tiled kernels write nothing outside their output matrix", "[lab04][sa
   CHECK(judged > 0);
 }
 
-TEST_CASE("tiled kernels make no out-of-bounds access under memcheck", "[lab04][safety][gpu]") {
+TEST_CASE("tiled kernels make no out-of-bounds access under memcheck",
+          "[lab04][safety][alone][gpu]") {
   KIT_REQUIRE_GPU();
   const std::string tool = kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the memory check");
   const std::string memcheck = "--tool memcheck";
@@ -172,7 +173,7 @@ TEST_CASE("tiled kernels make no out-of-bounds access under memcheck", "[lab04][
 }
 
 TEST_CASE("tiled kernels let every thread reach each barrier under synccheck",
-          "[lab04][safety][gpu]") {
+          "[lab04][safety][alone][gpu]") {
   KIT_REQUIRE_GPU();
   const std::string tool = kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the barrier check");
   kit::require_only_the_labs_kernels("README section 9");
@@ -201,7 +202,7 @@ TEST_CASE("both tiled kernels keep two TILE_WIDTH x TILE_WIDTH float tiles in sh
 TEST_CASE(
     "boundary-checked kernel loads from global memory TILE_WIDTH times less often than the naive "
     "kernel",
-    "[lab04][performance][gpu]") {
+    "[lab04][performance][alone][gpu]") {
   KIT_REQUIRE_GPU();
   // As in lab 03: Nsight Compute counts the square kernel's global load instructions at both
   // tile widths, on a width where every guard is true.
@@ -250,7 +251,7 @@ TEST_CASE("host functions reject null matrices and tile widths other than 16 and
 }
 
 TEST_CASE("boundary-checked kernel speed is close to the reference kernel",
-          "[lab04][performance][gpu]") {
+          "[lab04][performance][alone][gpu]") {
   KIT_REQUIRE_GPU();
   const int width = 1000;  // no multiple of either tile: the guards are exercised
   const kit::MatmulProblem problem = kit::make_square_problem(width, 4800);

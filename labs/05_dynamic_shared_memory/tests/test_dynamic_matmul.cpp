@@ -373,7 +373,8 @@ TEST_CASE("dynamic kernel reads and writes nothing outside its matrices", "[lab0
   CHECK(judged > 0);
 }
 
-TEST_CASE("dynamic kernel makes no out-of-bounds access under memcheck", "[lab05][safety][gpu]") {
+TEST_CASE("dynamic kernel makes no out-of-bounds access under memcheck",
+          "[lab05][safety][alone][gpu]") {
   KIT_REQUIRE_GPU();
   const std::string tool = kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the memory check");
   const std::string memcheck = "--tool memcheck";
@@ -419,7 +420,7 @@ TEST_CASE("dynamic kernel makes no out-of-bounds access under memcheck", "[lab05
 }
 
 TEST_CASE("dynamic kernel lets every thread reach each barrier under synccheck",
-          "[lab05][safety][gpu]") {
+          "[lab05][safety][alone][gpu]") {
   KIT_REQUIRE_GPU();
   const std::string tool = kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the barrier check");
   kit::require_only_the_labs_kernels("README section 9");
@@ -430,7 +431,7 @@ TEST_CASE("dynamic kernel lets every thread reach each barrier under synccheck",
 }
 
 TEST_CASE("each launch asks for exactly the dynamic shared memory its configuration needs",
-          "[lab05][resources][gpu]") {
+          "[lab05][resources][alone][gpu]") {
   KIT_REQUIRE_GPU();
   const std::string ncu = kit::profiler::find_ncu(KIT_CUDA_BIN_DIR);
   if (ncu.empty()) {
@@ -520,7 +521,8 @@ TEST_CASE("dynamic kernel keeps its tiles in dynamic shared memory only",
   }
 }
 
-TEST_CASE("dynamic kernel speed is close to the reference kernel", "[lab05][performance][gpu]") {
+TEST_CASE("dynamic kernel speed is close to the reference kernel",
+          "[lab05][performance][alone][gpu]") {
   KIT_REQUIRE_GPU();
   const int width = 1000;  // no multiple of any tile: the guards are exercised
   const Shape s{width, width, width};
@@ -543,7 +545,7 @@ TEST_CASE("dynamic kernel speed is close to the reference kernel", "[lab05][perf
 
 TEST_CASE(
     "dynamic kernel loads from global memory TILE_WIDTH times less often than the naive kernel",
-    "[lab05][performance][gpu]") {
+    "[lab05][performance][alone][gpu]") {
   KIT_REQUIRE_GPU();
   // As in labs 03 and 04, with strips deeper than the tile: each thread still loads one element
   // of M and one of N per tile of the strip, so the count is a tiled kernel's.
