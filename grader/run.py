@@ -58,14 +58,16 @@ ENV_KEPT_PREFIXES = ("NVIDIA_",)
 # order with the timer's events, so it is timed (CTest, without this, checks the timer's own
 # host-clock fallback for that case).
 TEST_ENV = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
-# [gpu] tests of a split lab to a judge process when a class is graded (run_test_group): the
-# judge's CUDA context, and the workers' while their cases pass cleanly, made once for them, not
-# once each. Not those tagged [alone]: a test that runs a sanitizer or a profiler over the
-# student's code, asks for a measuring window, or counts what the student's worker holds keeps a
-# process of its own, so that none waits in a shared process behind another's turn and none
-# counts what an earlier case left (the kit's tag rule, grader/tests/test_kit_rubrics.py).
-# Bench on an H200: docs/architecture.md, "Judge and worker".
-TESTS_PER_JUDGE = 8
+# With --tests-per-process N above 1, [gpu] tests of a split lab go N to a judge process
+# (run_test_group): the judge's CUDA context, and the workers' while their cases pass cleanly,
+# made once for them, not once each. Not those tagged [alone]: a test that runs a sanitizer or a
+# profiler over the student's code, asks for a measuring window, or counts what the student's
+# worker holds keeps a process of its own, so that none waits in a shared process behind
+# another's turn and none counts what an earlier case left (the kit's tag rule,
+# grader/tests/test_kit_rubrics.py). The default is 1, each test alone: on one H200, labs 04-06
+# graded at 16.7 student-labs a minute so and at 13.8 eight to a process (docs/benchmarks.md,
+# "Tests per process, measured"): a shared process runs long, and a window waits for it.
+TESTS_PER_JUDGE = 1
 ALONE_TAG = "alone"
 # Elements whose text explains a failure, in the order Catch2 writes them.
 MESSAGE_TAGS = ("Info", "Failure", "Exception", "FatalErrorCondition")
