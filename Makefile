@@ -116,7 +116,7 @@ plots: build
 	cmake --build $(BUILD) --target lab06_curves
 	$(PY) labs/06_occupancy/tools/plot_occupancy.py --build $(BUILD) --out $(BUILD)/plots/lab06 $(PLOT_ARGS)
 
-# Staff only (needs solutions/): GFLOP/s of the reference kernels of labs 02-04 and cuBLAS,
+# Staff only (needs solutions/): GFLOP/s of the matrix labs' reference kernels and cuBLAS,
 # a plot, and ncu's load counts where ncu exists (bench/README.md).
 bench: build
 	$(PY) bench/run_bench.py $(if $(OUT),$(OUT),$(BUILD)/bench) --build-dir $(BUILD)
