@@ -27,6 +27,31 @@ GRADER_ROOT = Path(__file__).resolve().parents[2]
 WINDOW = "window"  # a GPU job that opens a window in the middle, as a timed test does
 
 
+class FakeClock:
+    """The scheduler's clock, moved by hand: the durations it learns and the drain times it
+    sets are then exact, and no test sleeps to make time pass."""
+
+    def __init__(self) -> None:
+        self._now = 1000.0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self._now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._now += seconds
+
+
+def wait_until(condition, timeout: float = 5.0) -> None:
+    """Waits (in real time) for another thread to get somewhere; fails the test if it does not."""
+    end = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < end, "a thread of the test did not get there in time"
+        time.sleep(0.005)
+
+
 def test_a_tests_tags_say_which_slot_it_needs():
     assert need_for_tags(("lab02", "safety")) is Need.CPU
     assert need_for_tags(("lab02", "correctness", "gpu")) is Need.GPU
@@ -213,116 +238,180 @@ def test_a_cancelled_window_request_gives_nothing_and_leaves_the_lane_open():
     assert started_after < 0.3
 
 
+def hold_gpu_until(scheduler: Scheduler, release: threading.Event) -> threading.Thread:
+    """A thread that holds a GPU slot until `release` is set; returned once it holds it."""
+    holding = threading.Event()
+
+    def job() -> None:
+        with scheduler.hold(Need.GPU, key="holder"):
+            holding.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=job)
+    thread.start()
+    holding.wait(5)
+    return thread
+
+
 def test_the_scheduler_learns_how_long_a_kind_of_job_runs_not_counting_its_wait_for_a_window():
-    scheduler = Scheduler(cpu_slots=4, gpus=["0"], gpu_slots=4, max_defer=30)
+    clock = FakeClock()
+    scheduler = Scheduler(cpu_slots=4, gpus=["0"], gpu_slots=4, max_defer=30, clock=clock)
     assert scheduler.expected_seconds("lab02_tests/timed") is None
-    holder = busy_gpu(scheduler, 0.4)
+    release = threading.Event()
+    holder = hold_gpu_until(scheduler, release)
     with scheduler.hold(Need.GPU, key="lab02_tests/timed") as lease:
-        time.sleep(0.1)
-        with scheduler.window(lease):  # waits about 0.3 s for the other job
-            time.sleep(0.1)
+        clock.advance(0.1)
+
+        def other_job_ends() -> None:  # while the window waits for it: 0.3 s parked
+            clock.advance(0.3)
+            release.set()
+
+        threading.Timer(0.05, other_job_ends).start()
+        with scheduler.window(lease):
+            clock.advance(0.1)
     holder.join()
-    assert lease.parked > 0.2
-    expected = scheduler.expected_seconds("lab02_tests/timed")
-    assert expected is not None and 0.15 < expected < 0.3
+    assert lease.parked == pytest.approx(0.3)
+    assert scheduler.expected_seconds("lab02_tests/timed") == pytest.approx(0.2)  # 0.1 + 0.1
 
 
 def test_while_a_window_is_asked_for_only_jobs_that_end_before_its_drain_start():
-    scheduler = Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=4, max_defer=0.8)
-    for key, seconds in (("long", 1.0), ("short", 0.05)):
-        with scheduler.hold(Need.GPU, key=key):
-            time.sleep(seconds)
-    spans: dict[str, tuple[float, float]] = {}
+    clock = FakeClock()
+    scheduler = Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=4, max_defer=0.8, clock=clock)
+    learn(scheduler, clock, long=1.0, short=0.05)
+    order: list[str] = []
+    running_may_end = threading.Event()
 
-    def job(key: str | None, seconds: float) -> None:
+    def job(key: str, until: threading.Event | None = None) -> None:
         with scheduler.hold(Need.GPU, key=key):
-            start = time.monotonic()
-            time.sleep(seconds)
-            spans[key or "running"] = (start, time.monotonic())
+            order.append(f"{key} started")
+            if until is not None:
+                until.wait(5)
 
     def timed() -> None:
         with scheduler.hold(Need.GPU) as lease, scheduler.window(lease):
-            start = time.monotonic()
-            time.sleep(0.05)
-            spans["window"] = (start, time.monotonic())
+            order.append("window")
 
-    threads = [threading.Thread(target=job, args=(None, 0.3))]
-    threads[0].start()
-    time.sleep(0.05)
-    threads.append(threading.Thread(target=timed))
-    threads[1].start()
-    time.sleep(0.05)
-    threads += [threading.Thread(target=job, args=(key, s)) for key, s in (("long", 1.0), ("short", 0.05))]
-    for thread in threads[2:]:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=10)
-    assert spans["short"][0] < spans["window"][0]  # it fitted before the drain: it backfilled
-    assert spans["long"][0] >= spans["window"][1]  # it would have held the drain up: it waited
-    assert spans["window"][0] < spans["running"][1] + 0.2  # opened once the lane fell idle
+    threads = [threading.Thread(target=job, args=("running", running_may_end), daemon=True)]
+    try:
+        threads[0].start()
+        wait_until(lambda: "running started" in order)
+        threads.append(threading.Thread(target=timed, daemon=True))
+        threads[1].start()
+        wait_until(lambda: windows_asked(scheduler) == 1)  # its drain is 0.8 s away on the clock
+        threads += [threading.Thread(target=job, args=(key,), daemon=True) for key in ("long", "short")]
+        for thread in threads[2:]:
+            thread.start()
+        wait_until(lambda: "short started" in order)  # 0.05 s fits before the drain: it backfilled
+        time.sleep(0.2)
+        assert "long started" not in order and "window" not in order  # 1.0 s would hold the drain up
+    finally:
+        running_may_end.set()
+        for thread in threads:
+            if thread.is_alive():
+                thread.join(timeout=10)
+    # The window opened once the lane fell idle, before the drain time (the clock never got
+    # there), and the long job waited for it to close.
+    assert order.index("short started") < order.index("window") < order.index("long started")
 
 
-def learn(scheduler: Scheduler, **seconds: float) -> None:
+def learn(scheduler: Scheduler, clock: FakeClock, **seconds: float) -> None:
+    """Teaches the scheduler how long each kind of job runs, on its fake clock."""
     for key, duration in seconds.items():
         with scheduler.hold(Need.GPU, key=key):
-            time.sleep(duration)
+            clock.advance(duration)
+
+
+def windows_asked(scheduler: Scheduler, gpu: str = "0") -> int:
+    return scheduler._lane(gpu).windows_asked  # the test waits for a request to be made
 
 
 def test_a_drain_waits_for_a_long_running_job_and_short_jobs_fill_the_gpu_until_it_ends():
     # Draining at max_defer would leave the GPU to the long job alone for most of its run.
-    scheduler = Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=4, max_defer=0.2)
-    learn(scheduler, long=0.8, short=0.05)
+    clock = FakeClock()
+    scheduler = Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=4, max_defer=0.2, clock=clock)
+    learn(scheduler, clock, long=0.8, short=0.05)
     times: dict[str, float] = {}
     short_starts: list[float] = []
-    stop = threading.Event()
+    long_may_end, stop = threading.Event(), threading.Event()
 
     def long_job() -> None:
         with scheduler.hold(Need.GPU, key="long"):
-            time.sleep(0.8)
-        times["long ended"] = time.monotonic()
+            times["long started"] = clock()
+            long_may_end.wait(10)
+            times["long ended"] = clock()
+
+    def timed() -> None:
+        with scheduler.hold(Need.GPU, key="timed") as lease:
+            times["asked"] = clock()
+            with scheduler.window(lease):
+                times["window"] = clock()
 
     def shorts() -> None:
         while not stop.is_set():
             with scheduler.hold(Need.GPU, key="short"):
-                short_starts.append(time.monotonic())
-                time.sleep(0.05)
+                short_starts.append(clock())
+            time.sleep(0.005)
 
-    threads = [threading.Thread(target=long_job)]
-    threads[0].start()
-    time.sleep(0.05)
-    with scheduler.hold(Need.GPU, key="timed") as lease:
-        threads.append(threading.Thread(target=shorts))
+    threads = [threading.Thread(target=f, daemon=True) for f in (long_job, timed, shorts)]
+    try:
+        threads[0].start()
+        wait_until(lambda: "long started" in times)
+        clock.advance(0.05)
         threads[1].start()
-        times["asked"] = time.monotonic()
-        with scheduler.window(lease):
-            times["window"] = time.monotonic()
-    stop.set()
-    for thread in threads:
-        thread.join(timeout=10)
-    # Short jobs kept starting past max_defer, up to the long job's end.
-    assert any(times["asked"] + 0.3 < start < times["window"] for start in short_starts)
-    assert times["long ended"] <= times["window"] < times["long ended"] + 0.3
+        wait_until(lambda: windows_asked(scheduler) == 1)
+        threads[2].start()
+        # Past max_defer after the request, short jobs still start: the drain is set by the long
+        # job's expected end (0.8 s after it started; at most 3 x max_defer after the request).
+        clock.advance(0.4)
+        started = len(short_starts)
+        wait_until(lambda: len(short_starts) > started)
+        assert short_starts[-1] >= times["asked"] + 0.3
+        # Past that drain time the lane drains: no job starts, and the window waits for the long one.
+        clock.advance(0.4)
+        time.sleep(0.3)  # the window's wait polls every 0.1 s
+        started = len(short_starts)
+        time.sleep(0.2)
+        assert len(short_starts) == started and "window" not in times
+        long_may_end.set()
+        threads[1].join(timeout=5)
+        assert times["window"] >= times["long ended"]
+    finally:
+        long_may_end.set()
+        stop.set()
+        for thread in threads:
+            if thread.is_alive():
+                thread.join(timeout=5)
 
 
 def test_a_kind_of_job_never_seen_is_expected_to_run_as_long_as_the_longest_seen():
-    scheduler = Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=4, max_defer=0.3)
-    learn(scheduler, long=0.6)
-    times: dict[str, float] = {}
+    clock = FakeClock()
+    scheduler = Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=4, max_defer=0.3, clock=clock)
+    learn(scheduler, clock, long=0.6)
+    order: list[str] = []
+    release = threading.Event()
+    holder = hold_gpu_until(scheduler, release)  # so that the window cannot open at once
 
     def new_kind() -> None:
         with scheduler.hold(Need.GPU, key="never seen"):
-            times["new started"] = time.monotonic()
+            order.append("new started")
 
-    busy = threading.Thread(target=lambda: learn(scheduler, other=0.1))
-    busy.start()  # so that the window cannot open at once
-    with scheduler.hold(Need.GPU, key="timed") as lease:
-        waiting = threading.Thread(target=new_kind)
-        threading.Timer(0.02, waiting.start).start()
-        with scheduler.window(lease):
-            times["window"] = time.monotonic()
-    waiting.join(timeout=5)
-    busy.join(timeout=5)
-    assert times["new started"] >= times["window"]
+    def timed() -> None:
+        with scheduler.hold(Need.GPU, key="timed") as lease, scheduler.window(lease):
+            order.append("window")
+
+    threads = [threading.Thread(target=timed, daemon=True), threading.Thread(target=new_kind, daemon=True)]
+    try:
+        threads[0].start()
+        wait_until(lambda: windows_asked(scheduler) == 1)
+        threads[1].start()
+        time.sleep(0.2)
+        assert order == []  # expected to run 0.6 s, the longest seen: past the drain, 0.3 s away
+    finally:
+        release.set()
+        for thread in [*threads, holder]:
+            if thread.is_alive():
+                thread.join(timeout=5)
+    assert order == ["window", "new started"]
 
 
 def test_without_a_gpu_gpu_jobs_take_cpu_slots_and_windows_open_at_once():
