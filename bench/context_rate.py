@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How many GPU test processes can start per second, 1 to N at a time: the ceiling on the
-grader's test throughput on one GPU (docs/benchmarks.md).
+grader's test throughput on one GPU (bench/RESULTS.md, "Starting CUDA processes").
 
     python3 bench/context_rate.py [--build-dir build] [--concurrency 1,4,8,16] [--processes 48]
                                   [--connections N] [-- COMMAND ...]

@@ -35,7 +35,6 @@ STAFF_FILES = (
     "grader/tests",
     "scripts/tests",
     "docs/architecture.md",
-    "docs/benchmarks.md",
     "docs/instructors.md",
     "docs/tas.md",
 )

@@ -217,8 +217,8 @@ int main() {
   using namespace kit::remote;
   // Every module of the worker loaded with its context, before any call: loaded lazily, at a
   // kernel's first launch, the load came between the fill of shared memory and that kernel and
-  // took the fill away, while other processes used the device (docs/benchmarks.md). No CUDA call
-  // has been made yet, so the runtime still reads this.
+  // took the fill away, while other processes used the device (bench/RESULTS.md, "Shared memory
+  // and barriers"). No CUDA call has been made yet, so the runtime still reads this.
   ::setenv("CUDA_MODULE_LOADING", "EAGER", 1);
   std::vector<char> request;
   for (;;) {

@@ -8,8 +8,8 @@
 //
 // Why before each launch, in the launch's own stream, and not once before each call: while a class
 // is graded, other processes' kernels run on the same SMs, and a fill made before the call's
-// cudaMalloc and copies was gone by the time its kernel ran (docs/benchmarks.md, "Shared memory and
-// barriers, measured"). The worker's link wraps the runtime's launch entry points
+// cudaMalloc and copies was gone by the time its kernel ran (bench/RESULTS.md, "Shared memory and
+// barriers"). The worker's link wraps the runtime's launch entry points
 // (common/CMakeLists.txt), which both <<<...>>> and cudaLaunchKernel reach.
 #include <cuda_runtime.h>
 

@@ -292,7 +292,7 @@ TEST_CASE("a kernel of a call finds the kit's value while another process uses s
   KIT_REQUIRE_GPU();
   // As when a class is graded: another process's kernels write 0 into every SM's shared memory,
   // back to back, while the worker serves calls. A fill made once before the call, ahead of its
-  // cudaMalloc and copies, lost to them (docs/benchmarks.md).
+  // cudaMalloc and copies, lost to them (bench/RESULTS.md, "Shared memory and barriers").
   FILE* busy = popen(KIT_SHARED_MEMORY_BUSY " 3", "r");
   REQUIRE(busy != nullptr);
   char line[64] = {};

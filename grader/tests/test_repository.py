@@ -1,6 +1,6 @@
 """The repository stands alone: a reader of any file needs nothing outside it. No file points
 at the project's issue tracker or at the working sessions and borrowed machines the kit was
-built with; a measurement names its card and its date instead (docs/benchmarks.md)."""
+built with; a measurement names its card and its date instead (bench/RESULTS.md)."""
 
 from __future__ import annotations
 

@@ -18,8 +18,9 @@
 namespace kit::profiler {
 
 // Warp-level global load instructions: one for each warp that issues a load from global memory,
-// whatever the number of its threads. On the H100 at width 2048 (docs/architecture.md): 536.9 M
-// for the naive kernel, 33.6 M for the tiled kernel at TILE_WIDTH 16, 16.8 M at 32.
+// whatever the number of its threads. On the H100 at width 2048 (bench/RESULTS.md, "Global
+// loads counted by Nsight Compute"): 536.9 M for the naive kernel, 33.6 M for the tiled kernel
+// at TILE_WIDTH 16, 16.8 M at 32.
 inline const std::string kGlobalLoads = "smsp__inst_executed_op_global_ld.sum";
 
 struct KernelCount {

@@ -5,9 +5,9 @@
 // cause is the one a student's feedback names first (grader/score.py, HAZARD_TESTS).
 //
 // What synccheck sees on Hopper (measured on an H200 with three small kernels;
-// docs/architecture.md, "Barriers"): a barrier that only some threads of a warp reach is reported,
-// one that whole warps skip is not. The probes run shapes that are no multiple of the tile, so that
-// a barrier inside a guard splits a warp.
+// bench/RESULTS.md, "Shared memory and barriers"): a barrier that only some threads of a warp
+// reach is reported, one that whole warps skip is not. The probes run shapes that are no multiple
+// of the tile, so that a barrier inside a guard splits a warp.
 #pragma once
 
 #include <catch2/catch_test_macros.hpp>
