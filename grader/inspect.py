@@ -1,6 +1,6 @@
 """Build stage, between compiling and linking: what the student's compiled objects define, use
 and run before main, read with the toolchain's nm and readelf (docs/architecture.md,
-"Inspecting the student's objects").
+"The grader's pipeline", the build stage).
 
 The student's objects are linked into the grading executables beside the kit's code, so a
 symbol they define can take the place of the kit's (a timer, a checker), and a symbol they use

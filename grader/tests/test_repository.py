@@ -76,3 +76,32 @@ def test_the_readmes_table_of_labs_has_a_row_for_each_folder_of_labs_and_no_othe
     assert len(folders) >= 6
     assert [name for name, _ in rows] == folders, "README.md's table of labs differs from labs/"
     assert all(name == link for name, link in rows), "a row of README.md's table links to another lab"
+
+
+# A citation of a document's section, as the code and the docs write it:
+# (bench/RESULTS.md, "Shared memory and barriers") or docs/architecture.md, "Judge and worker".
+CITATION = re.compile(r"(bench/RESULTS\.md|architecture\.md),\s+[\"']([A-Z`][^\"']+)[\"']")
+
+
+def test_every_section_a_file_cites_is_a_heading_of_that_document():
+    documents = {
+        "bench/RESULTS.md": ROOT / "bench/RESULTS.md",
+        "architecture.md": ROOT / "docs/architecture.md",
+    }
+    headings = {
+        name: [
+            line.lstrip("#").strip()
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line.startswith("#")
+        ]
+        for name, path in documents.items()
+    }
+    missing = set()
+    for path in repository_files():
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        # A citation may run over two lines of a comment: the comment marks go, then the breaks.
+        text = re.sub(r"\s+", " ", " ".join(re.sub(r"^\s*(?://|#|\*)\s?", "", line) for line in lines))
+        for document, section in CITATION.findall(text):
+            if not any(heading.startswith(section) for heading in headings[document]):
+                missing.add(f"{path.relative_to(ROOT)}: {document}, {section!r}")
+    assert not missing, f"citations of sections that do not exist: {sorted(missing)}"
