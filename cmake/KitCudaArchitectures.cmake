@@ -4,7 +4,7 @@
 #   3. else KIT_DEFAULT_CUDA_ARCHITECTURES: every architecture CUDA 13 builds (sm_75 and
 #      newer), so a binary built on a machine without a GPU runs on any GPU CUDA 13 supports.
 set(KIT_DEFAULT_CUDA_ARCHITECTURES "75;80;86;89;90;100;120" CACHE STRING
-    "CUDA architectures to build when no GPU is found (documented in docs/architecture.md)")
+    "CUDA architectures to build when no GPU is found (documented in docs/design/build.md)")
 
 function(kit_choose_cuda_architectures)
   if(DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT CMAKE_CUDA_ARCHITECTURES STREQUAL "")

@@ -18,7 +18,7 @@ foreach(case IN LISTS cases)
     continue()
   endif()
   set(name "${CMAKE_MATCH_1}")
-  # Undo the XML reporter's escaping (test names should not need it; see docs/architecture.md).
+  # Undo the XML reporter's escaping (test names should not need it; see docs/design/tests.md).
   string(REPLACE "&quot;" "\"" name "${name}")
   string(REPLACE "&apos;" "'" name "${name}")
   string(REPLACE "&lt;" "<" name "${name}")

@@ -18,7 +18,7 @@ every process of the user, not of the test). A cgroup bounds both for the test's
 The test process joins its cgroup before it executes anything (run_limited's launcher,
 grader/launch.c), so every process it starts is counted. Where neither can be set up (no right
 to write the hierarchy, the controllers not delegated), `detect` says why; the grader then says
-so once and grades with the other limits (docs/architecture.md, "Confinement").
+so once and grades with the other limits (docs/design/confinement.md, "Confinement").
 """
 
 from __future__ import annotations

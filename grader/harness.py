@@ -82,7 +82,7 @@ class LabHarness:
     tests: tuple[ListedTest, ...] = ()  # listed by the kit's own executable
     data_files: tuple[tuple[str, str], ...] = ()  # (environment variable, student file name)
     probe: str | None = None  # the executable the tests run under compute-sanitizer
-    # A split lab (docs/architecture.md, "Judge and worker"): the executable built from the
+    # A split lab (docs/design/engine.md, "Judge and worker"): the executable built from the
     # student's files, which the tests (the judge, built once here) start and call; None where
     # the tests themselves link the student's files.
     worker: str | None = None

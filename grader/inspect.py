@@ -1,5 +1,5 @@
 """Build stage, between compiling and linking: what the student's compiled objects define, use
-and run before main, read with the toolchain's nm and readelf (docs/architecture.md,
+and run before main, read with the toolchain's nm and readelf (docs/design/grading.md,
 "The grader's pipeline", the build stage).
 
 The student's objects are linked into the grading executables beside the kit's code, so a

@@ -1,7 +1,7 @@
 """Mutants (solutions/NN_slug/mutants.toml) and the sample students made from them.
 
 A mutant is one of the common mistakes, written as exact edits of a reference file (its KIT
-markers stripped) together with what it must cost (docs/architecture.md, "Mutants"):
+markers stripped) together with what it must cost (docs/design/grading.md, "Mutants"):
 
     [[mutant]]
     name = "grid_not_rounded_up"

@@ -163,7 +163,7 @@ class Engine:
         if check.sandbox is None:
             raise GraderError(
                 f"cannot confine student code on this machine: {check.reason}. Tests of student code "
-                "run in their own PID, network and mount namespaces (docs/architecture.md, "
+                "run in their own PID, network and mount namespaces (docs/design/confinement.md, "
                 "'Confinement'); run the grader as root, or where unprivileged user namespaces are "
                 "allowed, or pass --unconfined to grade code you trust without confinement"
             )
@@ -177,7 +177,7 @@ class Engine:
             self.progress.log(
                 f"note: no memory or process limits per test on this machine: {check.reason}. "
                 "The time, CPU, output, file-size and open-file limits and the sandbox still hold "
-                "(docs/architecture.md, 'Confinement')"
+                "(docs/design/confinement.md, 'Confinement')"
             )
         elif check.cgroups.note:
             self.progress.log(f"note: {check.cgroups.note}")

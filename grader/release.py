@@ -35,6 +35,7 @@ STAFF_FILES = (
     "grader/tests",
     "scripts/tests",
     "docs/architecture.md",
+    "docs/design",
     "docs/instructors.md",
     "docs/tas.md",
 )

@@ -26,7 +26,7 @@ LAB_KEYS = {
     "title": 'a short title, e.g. title = "Naive matrix multiplication"',
     "student_files": 'the files a submission may contain, e.g. student_files = ["naive_matmul.cu"]; '
     "CMake reads this line too (cmake/KitLab.cmake): it is the one list of the lab's student files",
-    "charts": "optional table [lab.charts] with target and script (docs/architecture.md)",
+    "charts": "optional table [lab.charts] with target and script (docs/design/grading.md)",
 }
 # Said once, by the lab's folder name labs/NN_slug: its id (NN), its slug (the folder name) and
 # its test executable (labNN_tests, as kit_add_lab names it).
@@ -59,7 +59,7 @@ class PartialCredit:
     full_at: float
     zero_at: float
     step: float | None = None  # points rounded to a multiple of it: a timing's noise within a
-    # step leaves the score alone (docs/architecture.md, "The rubric")
+    # step leaves the score alone (docs/design/grading.md, "The rubric")
 
     def fraction(self, value: float) -> float:
         if value <= self.full_at:

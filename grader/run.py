@@ -328,7 +328,7 @@ def run_test(
     """One test case in its own process: the one place where the engine starts a test alone.
     With a gate, the process may ask for its GPU to itself while it measures (grader/gate.py).
 
-    With a worker (a split lab, docs/architecture.md "Judge and worker") the test process is the
+    With a worker (a split lab, docs/design/engine.md, "Judge and worker") the test process is the
     kit's judge, which loads no student code and runs as it is; the student's code runs only in
     the worker it starts, and in the probes it runs, each confined by the command the judge is
     given (KIT_WORKER_COMMAND). Without one, the test process itself holds the student's code

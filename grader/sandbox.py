@@ -12,7 +12,7 @@ Each confined process runs in new PID, network, IPC and mount namespaces:
   visible: its own folder writable, its executables read-only.
 
 Where it cannot be set up (no unshare, no right to create namespaces) `Sandbox.detect` says
-why, and the engine refuses to grade unless told to run unconfined (docs/architecture.md).
+why, and the engine refuses to grade unless told to run unconfined (docs/design/confinement.md).
 """
 
 from __future__ import annotations

@@ -227,7 +227,7 @@ def names_a_cause(hint: str) -> bool:
 
 
 # What names a test that looks for a hazard with a sanitizer: the test's name ends with its tool
-# (docs/architecture.md, "Tests", on "Fix first"). A kernel with such a hazard has undefined results, so no
+# (docs/design/tests.md, "Tests", on "Fix first"). A kernel with such a hazard has undefined results, so no
 # cause read off its values is proven while the hazard stands: the hazard's cause is fixed first,
 # whatever the points. A barrier that not every thread reaches comes before a race, since such a
 # barrier orders nothing and the races racecheck then sees may be its doing.

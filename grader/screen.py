@@ -1,9 +1,10 @@
 """The source screen: refuses student code that could reach outside its own process.
 
-Student code runs in a worker of its own, confined by the sandbox (docs/architecture.md, "Judge
-and worker" and "Confinement"); this screen is the first of the layers in front of it: includes
-of the C++ standard library and the CUDA toolkit only (less files, streams, threads, clocks and
-libraries that would do the lab's work), and no process, file, signal or inline-assembly API.
+Student code runs in a worker of its own, confined by the sandbox (docs/design/engine.md, "Judge
+and worker", and docs/design/confinement.md, "Confinement"); this screen is the first of the
+layers in front of it: includes of the C++ standard library and the CUDA toolkit only (less files,
+streams, threads, clocks and libraries that would do the lab's work), and no process, file, signal
+or inline-assembly API.
 It is deliberately conservative: a plain word match on the source with comments removed (words
 inside string literals count too), so a refused student renames a variable rather than an
 attacker slipping a call through.

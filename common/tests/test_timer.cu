@@ -1,4 +1,4 @@
-// The timer's promises (docs/architecture.md, "Timing"): fresh inputs and a check
+// The timer's promises (docs/design/tests.md, "Timing"): fresh inputs and a check
 // after every timed call, work on any stream timed, persisting L2 refused.
 #include <cuda_runtime.h>
 

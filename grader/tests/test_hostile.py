@@ -518,7 +518,7 @@ CASES = [
         {"06": "lost"},
         ("crashed",),
     ),
-    # The process boundary (docs/architecture.md, "Judge and worker"): the student's code runs
+    # The process boundary (docs/design/engine.md, "Judge and worker"): the student's code runs
     # in a worker of its own, so what it prints, throws, keeps or breaks there decides nothing
     # beyond the answers the judge checks. Each case is wrong code dressed up, or right code
     # doing harm, written by class.

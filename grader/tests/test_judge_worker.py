@@ -1,4 +1,4 @@
-"""The judge and the worker (docs/architecture.md, "Judge and worker"): a lab's real tests against
+"""The judge and the worker (docs/design/engine.md, "Judge and worker"): a lab's real tests against
 a worker that is not the kit's server at all but a program of the attacker's own, confined as the
 grader confines a student's worker. Whatever it answers, writes or forges, it earns only what its
 answers prove: no test that calls the lab's code passes on an answer that is not one, and nothing

@@ -3,7 +3,7 @@
 `make test` sets KIT_BUILD_DIR to its build folder (reference kernels, hidden tests included),
 so every rubric is checked against its executable's listing on every CI run: a test renamed,
 added or removed without its rubric line fails here, not at grading time. Also checks the
-tag rules the grader relies on (docs/architecture.md, "Tests").
+tag rules the grader relies on (docs/design/tests.md, "Tests").
 """
 
 from __future__ import annotations

@@ -54,7 +54,8 @@ def unpacked(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_student_kit_holds_no_staff_material(unpacked):
-    for staff in ("solutions", "bench", ".ci", "grader/tests", "docs/tas.md", "docs/instructors.md"):
+    staff_only = ("solutions", "bench", ".ci", "grader/tests", "docs/tas.md", "docs/instructors.md")
+    for staff in (*staff_only, "docs/architecture.md", "docs/design"):
         assert not (unpacked / staff).exists(), staff
     names, regions = hidden_test_names(KIT), solution_regions(KIT)
     assert len(names) >= 6 and len(regions) >= 20  # the search below searches for something

@@ -1,7 +1,7 @@
 // Files the tests were built to use (a lab's answers sheet, its probe executable). The grader
 // builds the tests once for a whole class and links each submission's own executables, so it
 // points a test process at that submission's files through the environment variable of the
-// same name (docs/architecture.md, "The engine").
+// same name (docs/design/engine.md, "The engine").
 #pragma once
 
 #include <cstdlib>

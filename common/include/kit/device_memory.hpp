@@ -9,7 +9,7 @@
 //   which every other process on the GPU moves too (and which a process parked by the grader,
 //   holding all it took, could leave at zero);
 // - no test process may hold more than device_memory_limit() bytes: one that grabs all it can
-//   cannot leave a classmate's test, sharing the GPU, without memory (docs/architecture.md).
+//   cannot leave a classmate's test, sharing the GPU, without memory (docs/design/tests.md).
 #pragma once
 
 #include <cstddef>

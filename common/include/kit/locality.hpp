@@ -1,7 +1,7 @@
 // The locality test of the tiled labs (03, 04): the student's tiled kernel, run once by the
 // lab's probe under Nsight Compute, must issue no more global load instructions than a tiled
 // kernel does, TILE_WIDTH times fewer than the naive kernel. The test reports the ratio as the
-// metric "global_load_ratio"; the rubric turns it into partial credit (docs/architecture.md).
+// metric "global_load_ratio"; the rubric turns it into partial credit (docs/design/tests.md).
 #pragma once
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The judge and the worker (docs/architecture.md, "Judge and worker"): a lab's tests (the judge)
+// The judge and the worker (docs/design/engine.md, "Judge and worker"): a lab's tests (the judge)
 // never load the student's code. The student's files are linked with the kit's server into a
 // separate process, the worker, and each call of the lab's API that a test makes crosses to it:
 // the judge sends the arguments, the worker makes the call and replies, the judge checks what

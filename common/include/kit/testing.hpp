@@ -21,7 +21,7 @@
     if (!kit_gpu_.usable) SKIP("no usable GPU: " << kit_gpu_.reason); \
   } while (false)
 
-// Reports a figure for the grader (docs/architecture.md): a WARN line "kit-metric name=value".
+// Reports a figure for the grader (docs/design/tests.md): a WARN line "kit-metric name=value".
 #define KIT_METRIC(name, value) WARN("kit-metric " << (name) << "=" << (value))
 
 // Records a failed check with the comparison's explanation, or a success.

@@ -1,4 +1,4 @@
-// What makes a timed matrix product honest (docs/architecture.md, "Timing"): every timed call
+// What makes a timed matrix product honest (docs/design/tests.md, "Timing"): every timed call
 // gets fresh inputs and a poisoned output, and its result is spot-checked afterwards, so that a
 // kernel cannot skip the work it did once before (the same pointers again) or leave P as it was.
 // All of it runs on the device between the timed calls, outside the time measured.

@@ -34,7 +34,7 @@ struct TimedCallHooks {
 // which grows when the machine is busy. The L2 cache is flushed before each repeat and no
 // L2 is set aside for persisting accesses, so no call finds the last one's data waiting; and
 // a repeat whose work outlasts its stop event (on another stream) is timed until the whole
-// device is idle (docs/architecture.md, "Timing").
+// device is idle (docs/design/tests.md, "Timing").
 Timing time_on_device(const std::function<void()>& launch, TimingOptions options = {},
                       const TimedCallHooks& hooks = {});
 

@@ -1,4 +1,4 @@
-// Lab 02's reference, reached the kit's one way (docs/architecture.md, "Build modes"): the
+// Lab 02's reference, reached the kit's one way (docs/design/build.md, "Build modes"): the
 // lab's own header, included with the lab's namespace renamed to the reference library's
 // (lab02_reference, as cmake/KitLab.cmake compiles it), in a file that includes no other
 // copy of that header.

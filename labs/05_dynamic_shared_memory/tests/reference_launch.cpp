@@ -1,4 +1,4 @@
-// Lab 05's reference, reached the kit's one way (docs/architecture.md, "Build modes"): the
+// Lab 05's reference, reached the kit's one way (docs/design/build.md, "Build modes"): the
 // lab's own header, included with the lab's namespace renamed to the reference library's
 // (lab05_reference, as cmake/KitLab.cmake compiles it), in a file that includes no other
 // copy of that header.
