@@ -27,6 +27,14 @@ Case make_case(int width) {
   return c;
 }
 
+// Poisons every element of a width x width result in row or column `edge` and past it, as a
+// kernel that launched too few blocks leaves them.
+void leave_unwritten_from(std::vector<float>& got, int width, int edge) {
+  for (int r = 0; r < width; ++r)
+    for (int col = 0; col < width; ++col)
+      if (r >= edge || col >= edge) got[r * width + col] = kit::poison_value();
+}
+
 }  // namespace
 
 TEST_CASE("comparison accepts the correctly rounded result", "[common]") {
@@ -47,9 +55,7 @@ TEST_CASE("comparison says when nothing was written", "[common]") {
 TEST_CASE("comparison says when the last rows and columns are missing", "[common]") {
   const Case c = make_case(20);
   std::vector<float> got = c.right;
-  for (int r = 0; r < 20; ++r)
-    for (int col = 0; col < 20; ++col)
-      if (r >= 16 || col >= 16) got[r * 20 + col] = kit::poison_value();
+  leave_unwritten_from(got, 20, 16);
   const kit::Comparison cmp = kit::compare_matrix(got, c.ref);
   CHECK_FALSE(cmp.ok);
   CHECK_THAT(cmp.report, ContainsSubstring("the last 4 row(s) and the last 4 column(s)") &&
@@ -61,9 +67,7 @@ TEST_CASE("comparison marks which elements were wrong for the grader's heat map"
   // 20 x 20: one cell an element. The last 4 rows and columns never written, one NaN, one wrong.
   const Case c = make_case(20);
   std::vector<float> got = c.right;
-  for (int r = 0; r < 20; ++r)
-    for (int col = 0; col < 20; ++col)
-      if (r >= 16 || col >= 16) got[r * 20 + col] = kit::poison_value();
+  leave_unwritten_from(got, 20, 16);
   got[0] = std::numeric_limits<float>::quiet_NaN();
   got[21] += 5.0f;
   const kit::Comparison cmp = kit::compare_matrix(got, c.ref);

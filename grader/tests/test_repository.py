@@ -48,15 +48,18 @@ def outside_references(text: str) -> list[str]:
 
 
 def test_the_pattern_finds_what_only_the_tracker_or_a_work_log_explains():
-    assert outside_references("as issue 27 asks") == ["issue 27"]
-    assert outside_references("fixed this session; the lent H100") == ["this session", "the lent"]
-    assert outside_references("short of the issue's 0.8") == ["the issue's"]
+    # The examples are put together here, so that this file holds none of the phrases it bans
+    # (the quick checks outside the test suite grep every file, this one included).
+    issue, this, lent = "iss" + "ue", "th" + "is", "le" + "nt"
+    assert outside_references(f"as {issue} 27 asks") == [f"{issue} 27"]
+    assert outside_references(f"fixed {this} session; the {lent} H100") == [f"{this} session", f"the {lent}"]
+    assert outside_references(f"short of the {issue}'s 0.8") == [f"the {issue}'s"]
     # A process session and a tool's known issue are the code's own words.
     assert outside_references("start_new_session=True, a session of its own, a known issue") == []
 
 
 def test_no_file_refers_to_issues_sessions_or_lent_machines():
-    files = [path for path in repository_files() if path.resolve() != Path(__file__).resolve()]
+    files = repository_files()
     assert len(files) > 100  # the listing found the repository, not an empty folder
     offenders = {
         str(path.relative_to(ROOT)): found
