@@ -65,7 +65,7 @@ TEST_ENV = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
 # worker holds keeps a process of its own, so that none waits in a shared process behind
 # another's turn and none counts what an earlier case left (the kit's tag rule,
 # grader/tests/test_kit_rubrics.py). The default is 1, each test alone: on one H200, labs 04-06
-# graded at 16.7 student-labs a minute so and at 13.8 eight to a process (bench/RESULTS.md,
+# graded at 16.7 student-labs a minute each test alone and at 13.8 eight to a process (bench/RESULTS.md,
 # "Tests per process"): a shared process runs long, and a window waits for it.
 TESTS_PER_JUDGE = 1
 ALONE_TAG = "alone"
