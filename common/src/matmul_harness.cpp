@@ -2,6 +2,7 @@
 
 #include <catch2/interfaces/catch_interfaces_capture.hpp>
 #include <cstdint>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -30,16 +31,73 @@ MatmulProblem make_matmul_problem(int rows, int inner, int cols, std::uint64_t s
   return p;
 }
 
+namespace {
+
+// run_matmul's three buffers, of one shape.
+struct MatmulBuffers {
+  DeviceBuffer<float> M, N, P;
+  bool fits(std::size_t m, std::size_t n, std::size_t p) const {
+    return M.size() == m && N.size() == n && P.size() == p;
+  }
+};
+
+// run_matmul's buffers between calls, kept for the process's next call of the same shape (a test
+// runs several kernels on one problem; a term map runs 2 * inner launches on one shape). A call's
+// buffers cross to a worker as CUDA IPC handles: new buffers for every call cost the judge an
+// allocation and the worker an opening of each, driver work that every process on the GPU waits
+// on (bench/RESULTS.md, "Buffers kept between calls"). Kept buffers hit the worker's mappings.
+//
+// They are safe to keep because they hold nothing but a call's own inputs and output: a worker
+// that still maps one (it may read and write it at any time) sees inputs it was given and an
+// output the judge compares with a reference of its own, never an expected value. Nothing else
+// of the judge's is ever put in them; freed at exit, or when a newer shape pushes them out, they
+// are held until no worker runs (kit/device_memory.hpp), like any buffer a worker mapped.
+class BufferPool {
+ public:
+  MatmulBuffers take(std::size_t m, std::size_t n, std::size_t p) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto kept = free_.begin(); kept != free_.end(); ++kept) {
+        if (!kept->fits(m, n, p)) continue;
+        MatmulBuffers found = std::move(*kept);
+        free_.erase(kept);
+        return found;
+      }
+    }
+    return {DeviceBuffer<float>(m), DeviceBuffer<float>(n), DeviceBuffer<float>(p)};
+  }
+  void give_back(MatmulBuffers buffers) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(std::move(buffers));  // newest last
+    if (free_.size() > kShapesKept) free_.erase(free_.begin());
+  }
+
+ private:
+  static constexpr std::size_t kShapesKept = 4;  // 12 blocks of 2 MiB at most for a small shape
+  std::mutex mutex_;
+  std::vector<MatmulBuffers> free_;
+};
+
+BufferPool& buffer_pool() {
+  static BufferPool* const pool = new BufferPool;  // never destroyed: no cudaFree after main
+  return *pool;
+}
+
+}  // namespace
+
 std::vector<float> run_matmul(const MatmulProblem& problem, const MatmulLaunch& launch) {
-  DeviceBuffer<float> d_M(problem.M.size()), d_N(problem.N.size());
-  DeviceBuffer<float> d_P(static_cast<std::size_t>(problem.rows) * problem.cols);
-  d_M.copy_from_host(problem.M.data());
-  d_N.copy_from_host(problem.N.data());
-  poison(d_P.data(), d_P.size());
-  launch(d_M.data(), d_N.data(), d_P.data());
+  const std::size_t p_count = static_cast<std::size_t>(problem.rows) * problem.cols;
+  MatmulBuffers d = buffer_pool().take(problem.M.size(), problem.N.size(), p_count);
+  d.M.copy_from_host(problem.M.data());
+  d.N.copy_from_host(problem.N.data());
+  poison(d.P.data(), d.P.size());
+  launch(d.M.data(), d.N.data(), d.P.data());
   KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> P(d_P.size());
-  d_P.copy_to_host(P.data());
+  std::vector<float> P(d.P.size());
+  d.P.copy_to_host(P.data());
+  // Only after a clean call: a launch that threw may have left the context broken, and its
+  // buffers with it.
+  buffer_pool().give_back(std::move(d));
   return P;
 }
 

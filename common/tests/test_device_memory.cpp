@@ -1,12 +1,17 @@
 // kit/device_memory.hpp: every cudaMalloc and cudaFree of the process is counted, and none may
-// take the process past its limit.
+// take the process past its limit; and what run_matmul keeps of it between calls.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <cstddef>
+#include <vector>
 
+#include "kit/cuda_check.hpp"
 #include "kit/device_buffer.hpp"
 #include "kit/device_memory.hpp"
+#include "kit/matmul_harness.hpp"
+#include "kit/poison.hpp"
 #include "kit/testing.hpp"
 
 TEST_CASE("a cudaMalloc past the process's device memory limit is refused before CUDA sees it",
@@ -38,4 +43,32 @@ TEST_CASE("device memory is counted per allocation until it is freed", "[common]
   REQUIRE(cudaFree(kept) == cudaSuccess);
   CHECK(kit::device_memory_use().bytes == start.bytes);
   CHECK(kit::device_memory_use().allocations == start.allocations);
+}
+
+TEST_CASE("run_matmul hands a shape it ran before the same buffers and poisons their output again",
+          "[common][gpu]") {
+  KIT_REQUIRE_GPU();
+  const kit::MatmulProblem problem = kit::make_matmul_problem(5, 7, 3, 1);
+  const kit::MatmulProblem other = kit::make_matmul_problem(6, 7, 3, 1);
+  std::vector<const float*> seen;
+  const auto record = [&seen](const float* d_M, const float* d_N, float* d_P) {
+    seen.insert(seen.end(), {d_M, d_N, d_P});
+  };
+  const kit::MatmulLaunch writes_zeros = [&](const float* d_M, const float* d_N, float* d_P) {
+    record(d_M, d_N, d_P);
+    KIT_CUDA_CHECK(cudaMemset(d_P, 0, 5 * 3 * sizeof(float)));
+  };
+  const kit::MatmulLaunch writes_nothing = [&](const float* d_M, const float* d_N, float* d_P) {
+    record(d_M, d_N, d_P);
+  };
+  CHECK(kit::run_matmul(problem, writes_zeros) == std::vector<float>(5 * 3, 0.0f));
+  const std::size_t kept = kit::device_memory_use().allocations;
+  // Nothing a call left in P reaches the next call of the shape.
+  const std::vector<float> unwritten = kit::run_matmul(problem, writes_nothing);
+  CHECK(std::all_of(unwritten.begin(), unwritten.end(), kit::is_poison));
+  CHECK(kit::device_memory_use().allocations == kept);
+  (void)kit::run_matmul(other, writes_nothing);
+  REQUIRE(seen.size() == 9);
+  CHECK(std::equal(seen.begin(), seen.begin() + 3, seen.begin() + 3));
+  CHECK(seen[8] != seen[5]);  // another shape's P, which also holds more elements
 }
