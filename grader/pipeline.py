@@ -122,8 +122,6 @@ class Engine:
         gpus = list(options.gpus) if options.gpus is not None else visible_gpus()
         self.scheduler = Scheduler(options.cpu_slots, gpus, options.gpu_slots)
         self.pool = ThreadPoolExecutor(max_workers=max(16, 4 * self.scheduler.total_slots))
-        # The tests that need no GPU, apart (run_tests): each waits here only for a CPU slot.
-        self.cpu_pool = ThreadPoolExecutor(max_workers=self.scheduler.cpu_slots)
         self.cache_root = make_cache_root(options.work_root)
         self.run_config = (
             replace(options.run, sandbox=self._sandbox(), cgroups=self._cgroups())
@@ -208,7 +206,6 @@ class Engine:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
-        self.cpu_pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(self.cache_root, ignore_errors=True)
         if self.run_config.cgroups is not None:
             failures = self.run_config.cgroups.failures
@@ -308,7 +305,6 @@ class Engine:
             env,
             lambda what: self.progress.stage(submission.student_id, f"{lab.tag}: {what}"),
             build.executables.get(lab_harness.worker) if lab_harness.worker else None,
-            self.cpu_pool,
         )
         self._add_time("test_processes", sum(outcome.duration for outcome in outcomes.values()))
         lab_score = score_lab(lab, build, outcomes)

@@ -198,15 +198,10 @@ def run_tests(
     env: dict[str, str] | None = None,
     progress: Callable[[str], None] = lambda message: None,
     worker: Path | None = None,
-    cpu_pool: Executor | None = None,
 ) -> dict[str, Outcome]:
     """Runs every test in its own process, as the scheduler allows: [gpu] tests on a GPU lane,
     sharing it but for the windows their gate asks for, the others on CPU slots. With a worker
-    (a split lab), `exe` is the kit's judge and `worker` the submission's code (run_test).
-
-    The tests that need no GPU wait for their slot on `cpu_pool` when one is given: on `pool`
-    alone they could queue behind the [gpu] tests of every submission in flight, each holding a
-    thread while it waits for a GPU, with CPU slots free meanwhile."""
+    (a split lab), `exe` is the kit's judge and `worker` the submission's code (run_test)."""
 
     reruns = RerunBudget()
 
@@ -276,11 +271,7 @@ def run_tests(
         test for test in tests if test.needs_gpu and ALONE_TAG not in test.tags and _plain_name(test.name)
     ]
     grouped = grouped if size > 1 else []
-    singles = {
-        test.name: (pool if test.needs_gpu else cpu_pool or pool).submit(one, test)
-        for test in tests
-        if test not in grouped
-    }
+    singles = {test.name: pool.submit(one, test) for test in tests if test not in grouped}
     groups = [pool.submit(together, grouped[start : start + size]) for start in range(0, len(grouped), size)]
     results = {name: future.result() for name, future in singles.items()}
     for future in groups:

@@ -502,25 +502,6 @@ def test_profiler_turns_never_overlap_on_a_gpu_but_other_tests_run_beside_them(t
     assert scheduler.stats.started["profiler"] == 4 and scheduler.stats.started["window"] == 1
 
 
-def test_a_test_without_a_gpu_does_not_queue_behind_the_gpu_tests_waiting_for_their_lane(tmp_path):
-    log = tmp_path / "spans.txt"
-    tests = [
-        {"name": f"shared {i}", "tags": "[lab02][correctness][gpu]", "behaviour": f"record:{log}"}
-        for i in range(4)
-    ] + [{"name": "host only", "tags": "[lab02][correctness]", "behaviour": f"record:{log}"}]
-    exe = write_fake_catch2(tmp_path / "bin", "lab02_tests", tests)
-    # One thread for the GPU tests, as when every thread of the engine's pool waits for a lane.
-    scheduler = Scheduler(cpu_slots=4, gpus=["0"], gpu_slots=1)
-    with ThreadPoolExecutor(max_workers=1) as pool, ThreadPoolExecutor(max_workers=1) as cpu_pool:
-        outcomes = run_tests(
-            exe, listed_tests(tests), tmp_path, RunConfig(timeout=20), scheduler, pool, cpu_pool=cpu_pool
-        )
-    assert {outcome.status for outcome in outcomes.values()} == {"passed"}
-    spans = {kind: (start, end) for kind, _, start, end in read_spans(log)}
-    # It ran beside the first GPU test, not after the fourth.
-    assert spans["host only"][0] < spans["shared 0"][1]
-
-
 def test_a_process_that_ends_inside_its_window_or_waiting_for_it_frees_the_gpu(tmp_path):
     log = tmp_path / "spans.txt"
     tests = [
