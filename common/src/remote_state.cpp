@@ -1,12 +1,14 @@
-// The one fact of kit/remote.hpp that the rest of kit_common reads (the timer): whether this
-// process's lab calls go to a worker. Set by the judge's side when it starts one. And whether this
-// process ever loaded the CUDA driver, which both sides ask before a call that would make a
-// context.
+// The facts of kit/remote.hpp that the rest of kit_common reads: whether this process's lab calls
+// go to a worker (the timer; set by the judge's side when it starts one), which of its host arrays
+// are staged as device memory (the harness's run_matmul), and whether this process ever loaded the
+// CUDA driver, which both sides ask before a call that would make a context.
 #include <cuda_runtime_api.h>
 #include <link.h>
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "kit/remote.hpp"
 
@@ -21,6 +23,53 @@ void mark_calls_remote() { remote = true; }
 namespace {
 std::atomic<bool> timed{false};
 }  // namespace
+
+namespace {
+
+struct StagedRegistry {
+  std::mutex mutex;
+  std::vector<StagedArray> arrays;
+};
+
+StagedRegistry& staged_registry() {
+  static StagedRegistry registry;
+  return registry;
+}
+
+}  // namespace
+
+StagedArrays::StagedArrays(std::initializer_list<StagedArray> arrays) : arrays_(arrays) {
+  StagedRegistry& r = staged_registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.arrays.insert(r.arrays.end(), arrays_.begin(), arrays_.end());
+}
+
+StagedArrays::~StagedArrays() {
+  StagedRegistry& r = staged_registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const StagedArray& mine : arrays_) {
+    for (auto a = r.arrays.begin(); a != r.arrays.end(); ++a) {
+      if (a->data == mine.data) {
+        r.arrays.erase(a);
+        break;
+      }
+    }
+  }
+}
+
+bool find_staged(const void* pointer, StagedArray& found) {
+  StagedRegistry& r = staged_registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  const auto* p = static_cast<const char*>(pointer);
+  for (const StagedArray& a : r.arrays) {
+    const auto* start = static_cast<const char*>(a.data);
+    if (p >= start && p < start + a.bytes) {
+      found = a;
+      return true;
+    }
+  }
+  return false;
+}
 
 bool calls_are_timed() { return timed; }
 TimedCalls::TimedCalls() { timed = true; }

@@ -200,15 +200,46 @@ void* WorkerArgs::host_array(std::size_t bytes, bool out) {
   }
   const char* data = d_.take(bytes);
   arrays_.emplace_back(data, data + bytes);
-  if (out) outs_.push_back(arrays_.size() - 1);
+  if (out) outs_.push_back({false, arrays_.size() - 1});
   return arrays_.back().data();
 }
 
+void* WorkerArgs::staged_array() {
+  const auto offset = d_.get<std::uint64_t>();
+  const bool back = d_.get<std::uint8_t>() != 0;
+  const auto bytes = d_.get<std::uint64_t>();
+  if (offset > bytes) throw std::invalid_argument("a staged array's offset is past its end");
+  const char* data = d_.take(bytes);
+  void* device = nullptr;
+  KIT_CUDA_CHECK(cudaMalloc(&device, bytes));
+  staged_.push_back({device, bytes});
+  KIT_CUDA_CHECK(cudaMemcpy(device, data, bytes, cudaMemcpyHostToDevice));
+  if (back) outs_.push_back({true, staged_.size() - 1});
+  return static_cast<char*>(device) + offset;
+}
+
 void WorkerArgs::write_outs() {
-  for (std::size_t index : outs_) {
-    reply_.put<std::uint64_t>(arrays_[index].size());
-    reply_.bytes(arrays_[index].data(), arrays_[index].size());
+  bool synchronised = false;
+  for (const Out& out : outs_) {
+    if (!out.staged) {
+      reply_.put<std::uint64_t>(arrays_[out.index].size());
+      reply_.bytes(arrays_[out.index].data(), arrays_[out.index].size());
+      continue;
+    }
+    // The call's kernels may run on any stream: all of them done before the copy back.
+    if (!synchronised) KIT_CUDA_CHECK(cudaDeviceSynchronize());
+    synchronised = true;
+    const Staged& s = staged_[out.index];
+    std::vector<char> bytes(s.bytes);
+    KIT_CUDA_CHECK(cudaMemcpy(bytes.data(), s.device, s.bytes, cudaMemcpyDeviceToHost));
+    reply_.put<std::uint64_t>(s.bytes);
+    reply_.bytes(bytes.data(), bytes.size());
   }
+}
+
+WorkerArgs::~WorkerArgs() {
+  // Not checked: after a sticky error cudaFree fails too, and the worker is replaced anyway.
+  for (const Staged& s : staged_) (void)cudaFree(s.device);
 }
 
 }  // namespace kit::remote

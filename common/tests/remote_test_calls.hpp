@@ -92,6 +92,15 @@ struct Address {
   }
 };
 
+// d[i] = -d[i] for n elements of device memory, by a kernel.
+struct Negate {
+  static constexpr const char* name = "test::negate";
+  template <class Wire>
+  static void args(Wire& w, float*& d, int& n) {
+    w.device(d), w.value(n);
+  }
+};
+
 // f(x, 2) + f(x, 3), f being the judge's.
 struct Ask {
   static constexpr const char* name = "test::ask";

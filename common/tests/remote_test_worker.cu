@@ -39,6 +39,17 @@ std::uint64_t address(const float* d) { return reinterpret_cast<std::uint64_t>(d
 
 int ask(const std::function<int(int, int)>& f, int x) { return f(x, 2) + f(x, 3); }
 
+__global__ void negate_kernel(float* d, int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) d[i] = -d[i];
+}
+
+void negate(float* d, int n) {
+  if (n <= 0) return;
+  negate_kernel<<<(n + 255) / 256, 256>>>(d, n);
+  if (cudaGetLastError() != cudaSuccess) throw std::runtime_error("test::negate: launch failed");
+}
+
 void hog(int mib, int seconds) {
   void* kept = nullptr;
   if (cudaMallocAsync(&kept, static_cast<std::size_t>(mib) << 20, nullptr) != cudaSuccess ||
@@ -116,6 +127,7 @@ long pid() { return static_cast<long>(getpid()); }
     kit::remote::serve<remote_test::Throw>(&throw_kind),
     kit::remote::serve<remote_test::Getenv>(&get),
     kit::remote::serve<remote_test::Address>(&address),
+    kit::remote::serve<remote_test::Negate>(&negate),
     kit::remote::serve<remote_test::Ask>(&ask),
     kit::remote::serve<remote_test::Hog>(&hog),
     kit::remote::serve<remote_test::LocalHog>(&local_hog),

@@ -51,6 +51,28 @@ TEST_CASE("values and host arrays and struct results cross to the worker and bac
   CHECK(call<remote_test::Describe, std::string>(role, shape) == "tile:4x7");
 }
 
+TEST_CASE(
+    "a staged host array crosses as the worker's device memory and comes back as the call left it",
+    "[common][remote][gpu]") {
+  KIT_REQUIRE_GPU();
+  std::vector<float> d = {1.0f, -2.5f, 3.0f, 4.0f};
+  const std::vector<float> kept = d;
+  {
+    const kit::remote::StagedArrays staged({{d.data(), d.size() * sizeof(float)}});
+    call<remote_test::Negate>(role, d.data() + 1, 3);  // an offset into the array too
+    CHECK(d == std::vector<float>{1.0f, 2.5f, -3.0f, -4.0f});
+    // Through a pointer to const nothing comes back, and the worker sees its own device memory.
+    const float* read_only = d.data();
+    const auto seen = call<remote_test::Address, std::uint64_t>(role, read_only);
+    CHECK(seen != reinterpret_cast<std::uint64_t>(d.data()));
+    CHECK(d == std::vector<float>{1.0f, 2.5f, -3.0f, -4.0f});
+  }
+  // Staged no longer: the bare address, as for any host pointer of the judge's.
+  const float* bare = kept.data();
+  CHECK(call<remote_test::Address, std::uint64_t>(role, bare) ==
+        reinterpret_cast<std::uint64_t>(kept.data()));
+}
+
 TEST_CASE("an exception thrown in the worker comes back as the same kind with its text",
           "[common][remote]") {
   CHECK_THROWS_AS(call<remote_test::Throw>(role, std::string("invalid_argument")),

@@ -29,7 +29,17 @@ inline MatmulProblem make_square_problem(int width, std::uint64_t seed) {
 // Launches a kernel on device pointers d_M, d_N, d_P (it checks its own launch).
 using MatmulLaunch = std::function<void(const float* d_M, const float* d_N, float* d_P)>;
 
-// Copies the inputs in, poisons P, launches, synchronises and returns P.
+// A launch that is one call of a lab's worker (kit/remote.hpp) and touches its pointers only
+// through that call: run_matmul may then hand it the judge's host arrays, staged as device memory
+// (kit::remote::StagedArrays), so that the call's copies run in the worker's CUDA context with its
+// kernel. A lab's tests make their launches of the student's code with it.
+struct WorkerLaunch {
+  std::function<void(const float* d_M, const float* d_N, float* d_P)> call;
+  void operator()(const float* d_M, const float* d_N, float* d_P) const { call(d_M, d_N, d_P); }
+};
+
+// Copies the inputs in, poisons P, launches, synchronises and returns P. A WorkerLaunch in a judge
+// gets the inputs and a poisoned P as staged host arrays instead of device buffers.
 std::vector<float> run_matmul(const MatmulProblem& problem, const MatmulLaunch& launch);
 
 // A lab's own mistakes, as alternatives for compare_matrix (kit/compare.hpp): the results a

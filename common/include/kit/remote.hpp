@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -169,6 +170,29 @@ struct DeviceRef {
 // student's code would in one process, and fails as it would there if it uses it.
 bool export_device_pointer(const void* pointer, DeviceRef& ref);
 
+// Host memory of the judge that a call hands the worker as device memory: the worker copies it
+// into device memory of its own before the call and, for a pointer to non-const, back after it.
+// All of a call's device work then happens in the worker's CUDA context; with the judge's
+// buffers, each call switched the GPU between the judge's context (its copies in and out) and the
+// worker's (bench/RESULTS.md, "Where a split test's time goes"). The judge checks what comes back
+// as it checks any result. Staged while a StagedArrays lives.
+struct StagedArray {
+  void* data;
+  std::size_t bytes;
+};
+class StagedArrays {
+ public:
+  explicit StagedArrays(std::initializer_list<StagedArray> arrays);
+  ~StagedArrays();
+  StagedArrays(const StagedArrays&) = delete;
+  StagedArrays& operator=(const StagedArrays&) = delete;
+
+ private:
+  std::vector<StagedArray> arrays_;
+};
+// The staged array `pointer` lies in, if any.
+bool find_staged(const void* pointer, StagedArray& found);
+
 // Runs one of a call's callbacks on the judge's side: decodes its arguments, encodes its result.
 using Callback = std::function<void(Decoder&, Encoder&)>;
 
@@ -183,8 +207,18 @@ class JudgeArgs {
   template <class T>
   void device(T*& pointer) {
     DeviceRef ref{};
+    StagedArray staged{};
     if (pointer == nullptr) {
       e_.put<std::uint8_t>(0);
+    } else if (find_staged(pointer, staged)) {
+      constexpr bool back = !std::is_const_v<T>;
+      e_.put<std::uint8_t>(3);
+      e_.put<std::uint64_t>(static_cast<std::uint64_t>(reinterpret_cast<const char*>(pointer) -
+                                                       static_cast<const char*>(staged.data)));
+      e_.put<std::uint8_t>(back);
+      e_.put<std::uint64_t>(staged.bytes);
+      e_.bytes(staged.data, staged.bytes);
+      if (back) outs_.push_back({staged.data, staged.bytes});
     } else if (export_device_pointer(pointer, ref)) {
       e_.put<std::uint8_t>(1);
       e_.put(ref);
@@ -377,6 +411,8 @@ class WorkerArgs {
       pointer = nullptr;
     } else if (kind == 1) {
       pointer = static_cast<T*>(import_device_pointer(d_.get<DeviceRef>()));
+    } else if (kind == 3) {
+      pointer = static_cast<T*>(staged_array());
     } else {
       pointer = reinterpret_cast<T*>(d_.get<std::uint64_t>());
     }
@@ -403,17 +439,32 @@ class WorkerArgs {
       return result;
     };
   }
-  // The reply: every host_out array as the call left it, then the result.
+  // The reply: every host_out array and staged array to non-const as the call left it, in the
+  // order of the call's arguments, then the result.
   Encoder& reply() { return reply_; }
   void write_outs();
+
+  WorkerArgs(const WorkerArgs&) = delete;
+  WorkerArgs& operator=(const WorkerArgs&) = delete;
+  ~WorkerArgs();
 
  private:
   static void* import_device_pointer(const DeviceRef& ref);
   void* host_array(std::size_t bytes, bool out);
+  void* staged_array();
   Decoder& d_;
   Encoder reply_;
   std::vector<std::vector<char>> arrays_;
-  std::vector<std::size_t> outs_;  // indexes into arrays_
+  struct Staged {
+    void* device;
+    std::size_t bytes;
+  };
+  std::vector<Staged> staged_;  // this call's device copies of the judge's staged arrays
+  struct Out {
+    bool staged;
+    std::size_t index;  // into staged_ or arrays_
+  };
+  std::vector<Out> outs_;
 };
 
 using Handler = std::function<void(WorkerArgs&)>;

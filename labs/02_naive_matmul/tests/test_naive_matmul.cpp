@@ -21,9 +21,9 @@ using Catch::Matchers::ContainsSubstring;
 namespace {
 
 kit::MatmulLaunch naive(int width, int block_size) {
-  return [=](const float* d_M, const float* d_N, float* d_P) {
+  return kit::WorkerLaunch{[=](const float* d_M, const float* d_N, float* d_P) {
     lab02::launch_naive_matmul(d_M, d_N, d_P, width, block_size);
-  };
+  }};
 }
 
 // Each width gets its own inputs; both block shapes run on them.

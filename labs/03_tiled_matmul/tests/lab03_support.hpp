@@ -20,9 +20,9 @@ namespace lab03_tests {
 kit::KernelAttributes tiled_kernel_attributes(int tile_width);
 
 inline kit::MatmulLaunch tiled(int width, int tile_width) {
-  return [=](const float* d_M, const float* d_N, float* d_P) {
+  return kit::WorkerLaunch{[=](const float* d_M, const float* d_N, float* d_P) {
     lab03::launch_tiled_matmul(d_M, d_N, d_P, width, tile_width);
-  };
+  }};
 }
 
 // The matrix with every tile x tile tile transposed in place: what BlockTranspose computes,

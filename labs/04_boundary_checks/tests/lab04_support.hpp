@@ -30,15 +30,15 @@ struct Shape {
 };
 
 inline kit::MatmulLaunch square(int width, int tile_width) {
-  return [=](const float* d_M, const float* d_N, float* d_P) {
+  return kit::WorkerLaunch{[=](const float* d_M, const float* d_N, float* d_P) {
     lab04::launch_tiled_matmul(d_M, d_N, d_P, width, tile_width);
-  };
+  }};
 }
 
 inline kit::MatmulLaunch rect(Shape s, int tile_width) {
-  return [=](const float* d_M, const float* d_N, float* d_P) {
+  return kit::WorkerLaunch{[=](const float* d_M, const float* d_N, float* d_P) {
     lab04::launch_rect_matmul(d_M, d_N, d_P, s.I, s.J, s.K, tile_width);
-  };
+  }};
 }
 
 inline kit::MatmulProblem make_problem(Shape s, std::uint64_t seed) {

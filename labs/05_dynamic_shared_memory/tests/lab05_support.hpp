@@ -27,9 +27,9 @@ struct Shape {
 };
 
 inline kit::MatmulLaunch dynamic(Shape s, int tile, int depth) {
-  return [=](const float* d_M, const float* d_N, float* d_P) {
+  return kit::WorkerLaunch{[=](const float* d_M, const float* d_N, float* d_P) {
     lab05::launch_dynamic_matmul(d_M, d_N, d_P, s.I, s.J, s.K, tile, depth);
-  };
+  }};
 }
 
 inline kit::MatmulProblem make_problem(Shape s, std::uint64_t seed) {
