@@ -1,8 +1,10 @@
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <string>
 
 #include "kit/gpu.hpp"
+#include "kit/remote.hpp"
 
 namespace kit {
 namespace {
@@ -13,15 +15,29 @@ std::string error_text(cudaError_t code) {
   return std::string(cudaGetErrorName(code)) + " (" + cudaGetErrorString(code) + ")";
 }
 
+// Wait for the device asleep, not spinning (CUDA's default with fewer contexts than cores): the
+// grader runs eight test processes on one GPU beside compiles, sanitizers and Nsight Compute, and
+// a process spinning on a core while its kernels wait their turn on the GPU takes that core from
+// them. Timings are unaffected: they are taken with events on the device. Set before the context
+// exists, so that it is made with the flag, and through the driver: cudaSetDeviceFlags makes the
+// context at once (seen with CUDA 13), and a judge should make none it does not need (below).
+void wait_asleep() {
+  using DeviceGet = CUresult (*)(CUdevice*, int);
+  using SetFlags = CUresult (*)(CUdevice, unsigned int);
+  const auto device_get = reinterpret_cast<DeviceGet>(remote::driver_function("cuDeviceGet"));
+  const auto set_flags =
+      reinterpret_cast<SetFlags>(remote::driver_function("cuDevicePrimaryCtxSetFlags"));
+  int ordinal = 0;
+  CUdevice device = 0;
+  if (device_get != nullptr && set_flags != nullptr && cudaGetDevice(&ordinal) == cudaSuccess &&
+      device_get(&device, ordinal) == CUDA_SUCCESS) {
+    (void)set_flags(device, CU_CTX_SCHED_BLOCKING_SYNC);  // a failure costs a spinning core only
+  }
+  (void)cudaGetLastError();  // so that no later error check inherits one from here
+}
+
 GpuStatus probe() {
   GpuStatus s;
-  // Wait for the device asleep, not spinning (CUDA's default with fewer contexts than cores):
-  // the grader runs eight test processes on one GPU beside compiles, sanitizers and Nsight
-  // Compute, and a process spinning on a core while its kernels wait their turn on the GPU takes
-  // that core from them. Timings are unaffected: they are taken with events on the device.
-  // Before the context exists, so that it is created with the flag; a failure here (no device)
-  // is reported by the calls below, and cleared so that no later error check inherits it.
-  if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) (void)cudaGetLastError();
   int count = 0;
   cudaError_t code = cudaGetDeviceCount(&count);
   if (code != cudaSuccess) {
@@ -32,6 +48,7 @@ GpuStatus probe() {
     s.reason = "no CUDA device is visible to this process";
     return s;
   }
+  wait_asleep();
   cudaDeviceProp prop{};
   code = cudaGetDeviceProperties(&prop, 0);
   if (code != cudaSuccess) {
@@ -42,6 +59,16 @@ GpuStatus probe() {
   s.cc_major = prop.major;
   s.cc_minor = prop.minor;
   s.sm_count = prop.multiProcessorCount;
+
+  // A judge stops here, before its first CUDA context: the student's code runs in a worker, whose
+  // start checks the device again, and the kit kernels a judge runs (references, timers) would
+  // name a missing architecture themselves. Most of a lab's tests then never make a context in the
+  // judge, which costs as much as the worker's while other test processes share the GPU
+  // (bench/RESULTS.md, "A judge without a context"). None of the queries above makes one.
+  if (remote::calls_are_remote()) {
+    s.usable = true;
+    return s;
+  }
 
   int* d_out = nullptr;
   code = cudaMalloc(&d_out, sizeof(int));

@@ -26,9 +26,7 @@ MatmulProblem make_matmul_problem(int rows, int inner, int cols, std::uint64_t s
   p.seed = seed;
   p.M = random_matrix(rows, inner, seed);
   p.N = random_matrix(inner, cols, seed ^ 0x5DEECE66Dull);
-  // On the GPU when there is one: the host loop is O(rows * inner * cols) on one core.
-  p.ref = gpu_status().usable ? reference_matmul_on_device(p.M, p.N, rows, inner, cols)
-                              : reference_matmul(p.M, p.N, rows, inner, cols);
+  p.ref = matmul_reference(p.M, p.N, rows, inner, cols);
   return p;
 }
 

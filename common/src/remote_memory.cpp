@@ -99,7 +99,7 @@ long long process_device_memory(long pid, std::string* why) {
   unsigned int devices = 0;
   if (n.count(&devices) != 0) return fail("nvmlDeviceGetCount failed");
   long long bytes = 0;
-  bool seen_judge = false;
+  bool seen = false;  // this process or one of the worker's
   for (unsigned int i = 0; i < devices; ++i) {
     nvmlDevice_t device = nullptr;
     if (n.handle(i, &device) != 0) continue;
@@ -107,16 +107,23 @@ long long process_device_memory(long pid, std::string* why) {
     unsigned int size = static_cast<unsigned int>(list.size());
     if (n.processes(device, &size, list.data()) != 0) continue;
     for (unsigned int p = 0; p < size && p < list.size(); ++p) {
-      if (static_cast<long>(list[p].pid) == static_cast<long>(getpid())) seen_judge = true;
+      if (static_cast<long>(list[p].pid) == static_cast<long>(getpid())) seen = true;
       if (worker.count(static_cast<long>(list[p].pid)) != 0) {
         bytes += static_cast<long long>(list[p].usedGpuMemory);
+        seen = true;
       }
     }
   }
-  // The judge holds a context by the time it asks: if NVML does not list it, NVML's process ids
-  // are not this namespace's, and a zero for the worker would mean nothing.
-  if (!seen_judge)
-    return fail("NVML does not list this process: its process ids are another namespace's");
+  // A zero means something only where NVML's process ids are this namespace's, which a listed
+  // process of ours shows. Where it lists neither this process (a judge makes no context of its
+  // own unless a test needs one: common/src/gpu.cu) nor the worker's, the worker has no context,
+  // and so holds nothing, or NVML's ids are another namespace's: unknown. Either way the worker
+  // holds no device memory the judge could have read and stopped it for.
+  if (!seen) {
+    return fail(
+        "NVML lists neither this process nor the worker: the worker has no CUDA context, or "
+        "NVML's process ids are another namespace's");
+  }
   return bytes;
 }
 

@@ -1,5 +1,8 @@
 // The judge's side of kit/remote.hpp against the kit's own test worker (remote_test_worker.cu):
 // what crosses, what comes back, and what happens when a worker fails. Host-only: no GPU needed.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "kit/matrix.hpp"
 #include "kit/remote.hpp"
 #include "kit/sass.hpp"
 #include "kit/testing.hpp"
@@ -71,6 +75,52 @@ TEST_CASE(
   const float* bare = kept.data();
   CHECK(call<remote_test::Address, std::uint64_t>(role, bare) ==
         reinterpret_cast<std::uint64_t>(kept.data()));
+}
+
+TEST_CASE("a judge makes no CUDA context for a test whose device work is all in its worker",
+          "[common][remote][gpu]") {
+  // What a lab's correctness test does in its judge: ask for the GPU, compute a small problem's
+  // reference, and run a call on staged host arrays. The GPU is shared by eight test processes
+  // while a class is graded, and a context of the judge's besides its worker's doubles what each
+  // test costs (bench/RESULTS.md, "A judge without a context"). The driver is asked directly, so
+  // that the asking makes no context either.
+  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (driver == nullptr) driver = ::dlopen("libcuda.so.1", RTLD_NOW);
+  if (driver == nullptr) SKIP("no CUDA driver here");
+  using Init = CUresult (*)(unsigned int);
+  using GetState = CUresult (*)(CUdevice, unsigned int*, int*);
+  const auto init = reinterpret_cast<Init>(::dlsym(driver, "cuInit"));
+  const auto state = reinterpret_cast<GetState>(::dlsym(driver, "cuDevicePrimaryCtxGetState"));
+  REQUIRE((init != nullptr && state != nullptr));
+  if (init(0) != CUDA_SUCCESS) SKIP("the CUDA driver finds no device");
+  const auto has_a_context = [&] {
+    unsigned int flags = 0;
+    int active = 1;
+    REQUIRE(state(0, &flags, &active) == CUDA_SUCCESS);
+    return active != 0;
+  };
+  const auto check_none_after = [&](const char* step) {
+    INFO("the judge had a context after " << step);
+    CHECK_FALSE(has_a_context());
+  };
+  check_none_after("nothing (CTest runs each test in a process of its own)");
+  KIT_REQUIRE_GPU();
+  check_none_after("kit::gpu_status");
+  const std::vector<float> M = kit::random_matrix(40, 50, 1), N = kit::random_matrix(50, 30, 2);
+  const kit::MatmulReference ref = kit::matmul_reference(M, N, 40, 50, 30);
+  CHECK(ref.value.size() == 40u * 30u);
+  check_none_after("a small product's reference");
+  std::vector<float> d = {1.0f, 2.0f};
+  {
+    const kit::remote::StagedArrays staged({{d.data(), d.size() * sizeof(float)}});
+    call<remote_test::Negate>(role, d.data(), 2);
+  }
+  CHECK(d == std::vector<float>{-1.0f, -2.0f});
+  check_none_after("a call on a staged array");
+  // A test that needs one still gets it: a large product's reference is computed on the GPU.
+  const std::vector<float> big = kit::random_matrix(300, 300, 3);
+  (void)kit::matmul_reference(big, big, 300, 300, 300);
+  CHECK(has_a_context());
 }
 
 TEST_CASE("an exception thrown in the worker comes back as the same kind with its text",
@@ -167,6 +217,7 @@ TEST_CASE("a worker that holds more device memory than a test may is stopped dur
   kit::remote::stop_worker(role);
   setenv("KIT_DEVICE_MEMORY_LIMIT_MIB", "64", 1);  // read once per process: the cap is 1088 MiB
   CHECK(call<remote_test::Add, int>(role, 1, 1) == 2);
+  REQUIRE(cudaFree(nullptr) == cudaSuccess);  // listed by NVML, the judge shows it can be read
   if (kit::remote::worker_device_memory(&why) < 0) SKIP("NVML cannot be read here: " << why);
   const long long cap_mib = static_cast<long long>(kit::remote::worker_device_memory_cap() >> 20);
   CAPTURE(cap_mib);
@@ -187,7 +238,10 @@ TEST_CASE("a worker that holds more device memory than a test may is stopped dur
 
 TEST_CASE("a call that never touches the device costs the worker no CUDA context",
           "[common][remote][gpu]") {
-  KIT_REQUIRE_GPU();  // the judge's context: NVML lists the judge, so a zero is a real zero
+  KIT_REQUIRE_GPU();
+  // A context of the judge's, so that NVML lists the judge and a zero for the worker is read, not
+  // unknown (kit::remote::process_device_memory).
+  REQUIRE(cudaFree(nullptr) == cudaSuccess);
   std::string why;
   kit::remote::stop_worker(role);
   CHECK(call<remote_test::Add, int>(role, 2, 3) == 5);
@@ -196,7 +250,7 @@ TEST_CASE("a call that never touches the device costs the worker no CUDA context
   CHECK(before == 0);  // lab 06's calculator, lab 05's chooser: a context is 0.1-0.3 s each
   // One that does gets its context and its errors checked after the call, as before.
   CHECK_NOTHROW(call<remote_test::Hog>(role, 64, 0));
-  CHECK(kit::remote::worker_device_memory(&why) > 0);
+  CHECK(kit::remote::worker_device_memory(&why) > 0);  // so the zero above was read, not assumed
   kit::remote::stop_worker(role);
 }
 
@@ -248,7 +302,7 @@ long kept_worker = 0;
 }  // namespace
 
 TEST_CASE("kept workers first case: a passing case with device work", "[.kept_workers]") {
-  KIT_REQUIRE_GPU();  // the judge's context: NVML lists the judge, so its counts are real
+  KIT_REQUIRE_GPU();
   CHECK_NOTHROW(call<remote_test::Hog>(role, 1, 0));
   kept_worker = kit::remote::worker_pid(role);
   REQUIRE(kept_worker > 0);

@@ -14,8 +14,9 @@ struct GpuStatus {
   int sm_count = 0;
 };
 
-// Checks that a device exists, that the driver accepts this runtime, and that a kernel built
-// into this binary launches on it (a missing architecture shows up here, not in every test).
+// Checks that a device exists, that the driver accepts this runtime, and, except in a judge
+// (kit/remote.hpp), that a kernel built into this binary launches on it (a missing architecture
+// shows up here, not in every test). A judge's answer makes no CUDA context (common/src/gpu.cu).
 const GpuStatus& gpu_status();
 
 }  // namespace kit

@@ -33,7 +33,12 @@ MatmulReference reference_matmul_on_device(const std::vector<float>& M, const st
 void verify_reference(const std::vector<float>& M, const std::vector<float>& N,
                       const MatmulReference& ref, int inner);
 
-// The exact-as-double values of M * N, on the GPU when one is usable (else the host loop): what
+// The reference for a product: the host loop for a small one or where no GPU is usable, else
+// reference_matmul_on_device (common/src/reference_device.cu says where the line is and why).
+MatmulReference matmul_reference(const std::vector<float>& M, const std::vector<float>& N, int rows,
+                                 int inner, int cols);
+
+// The exact-as-double values of M * N, as matmul_reference computes them: what
 // the failure diagnoses compare a wrong result against, so that explaining a mistake does not
 // cost O(rows * inner * cols) of one CPU core (common/src/reference_device.cu).
 std::vector<double> product_values(const std::vector<float>& M, const std::vector<float>& N,

@@ -349,7 +349,8 @@ void* driver_function(const char* name);
 long worker_pid(Role role);
 
 // Device memory the driver reports for the student's worker (NVML, per process), in bytes;
-// -1 with `why` filled when it cannot be read here.
+// -1 with `why` filled when it cannot be read here, or when NVML lists neither this process nor
+// the worker (a worker without a CUDA context, beside a judge without one, holds nothing).
 long long worker_device_memory(std::string* why = nullptr);
 // The same for process `pid` and the processes below it.
 long long process_device_memory(long pid, std::string* why = nullptr);
