@@ -60,11 +60,12 @@ GpuStatus probe() {
   s.cc_minor = prop.minor;
   s.sm_count = prop.multiProcessorCount;
 
-  // A judge stops here, before its first CUDA context: the student's code runs in a worker, whose
-  // start checks the device again, and the kit kernels a judge runs (references, timers) would
-  // name a missing architecture themselves. Most of a lab's tests then never make a context in the
-  // judge, which costs as much as the worker's while other test processes share the GPU
-  // (bench/RESULTS.md, "A judge without a context"). None of the queries above makes one.
+  // A judge stops here, before its first CUDA context: most of a lab's tests then never make one
+  // in the judge, which costs as much as the worker's while other test processes share the GPU
+  // (bench/RESULTS.md, "A judge without a context"). None of the queries above makes one. The
+  // price: a build without code for this GPU is not reported here as a skip; its first launch,
+  // in the worker or a kit kernel of the judge's, fails with cudaErrorNoKernelImageForDevice.
+  // The grader builds for the GPU it grades on, so only a hand-made build can meet that.
   if (remote::calls_are_remote()) {
     s.usable = true;
     return s;

@@ -214,6 +214,11 @@ void* WorkerArgs::staged_array() {
   KIT_CUDA_CHECK(cudaMalloc(&device, bytes));
   staged_.push_back({device, bytes});
   KIT_CUDA_CHECK(cudaMemcpy(device, data, bytes, cudaMemcpyHostToDevice));
+  // From pageable memory cudaMemcpy may return before the data has landed, and the call's
+  // kernels may run on a stream not ordered with the default one (cudaStreamNonBlocking): the
+  // copy finishes before the student's code runs, or it could read an input half copied or find
+  // the poison of P landing over what it wrote.
+  KIT_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   if (back) outs_.push_back({true, staged_.size() - 1});
   return static_cast<char*>(device) + offset;
 }
