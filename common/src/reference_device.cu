@@ -1,7 +1,8 @@
 // The double-precision reference computed on the GPU by a kit kernel: the tests' reference for
-// every matrix product, because the host loop is O(rows * inner * cols) on one CPU core and cost
-// most of a grading run. The host loop stays as the check of this kernel (common/tests) and as
-// the reference where no GPU is usable.
+// every large matrix product, because the host loop is O(rows * inner * cols) on one CPU core and
+// cost most of a grading run. The host loop stays as the check of this kernel (common/tests), as
+// the reference for small products (matmul_reference, below, says why) and as the reference where
+// no GPU is usable.
 #include <cuda_runtime.h>
 
 #include <cmath>

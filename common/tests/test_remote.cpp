@@ -1,5 +1,6 @@
 // The judge's side of kit/remote.hpp against the kit's own test worker (remote_test_worker.cu):
-// what crosses, what comes back, and what happens when a worker fails. Host-only: no GPU needed.
+// what crosses, what comes back, and what happens when a worker fails. The [gpu] cases skip
+// without a GPU; the others need none.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
