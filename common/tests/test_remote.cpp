@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kit/matrix.hpp"
+#include "kit/poison.hpp"
 #include "kit/remote.hpp"
 #include "kit/sass.hpp"
 #include "kit/testing.hpp"
@@ -76,6 +77,22 @@ TEST_CASE(
   const float* bare = kept.data();
   CHECK(call<remote_test::Address, std::uint64_t>(role, bare) ==
         reinterpret_cast<std::uint64_t>(kept.data()));
+}
+
+TEST_CASE("a staged guarded array comes back with the sentinels a stray write changed",
+          "[common][remote][gpu]") {
+  KIT_REQUIRE_GPU();
+  kit::HostGuarded P(4, 8);
+  const std::vector<float> values = {1, 2, 3, 4};
+  P.copy_from_host(values.data());
+  {
+    const kit::remote::StagedArrays staged({{P.storage(), P.storage_bytes()}});
+    call<remote_test::Negate>(role, P.data() - 1, 6);  // one before the data, one past it
+  }
+  CHECK(P.values() == std::vector<float>{-1, -2, -3, -4});
+  const std::string damage = P.damaged_guards();
+  CHECK_THAT(damage, ContainsSubstring("1 element(s) before its start"));
+  CHECK_THAT(damage, ContainsSubstring("1 element(s) past its end (the first at index 4)"));
 }
 
 TEST_CASE("a judge makes no CUDA context for a test whose device work is all in its worker",

@@ -14,6 +14,7 @@
 #include "kit/cuda_check.hpp"
 #include "kit/matmul_harness.hpp"
 #include "kit/poison.hpp"
+#include "kit/remote.hpp"
 
 namespace kit {
 
@@ -26,6 +27,22 @@ struct GuardedMatmulRun {
 // missing guard can reach (up to 32 rows past the end of a matrix).
 inline GuardedMatmulRun run_guarded_matmul(const MatmulProblem& p, const MatmulLaunch& launch) {
   const std::size_t guard = 32 * (static_cast<std::size_t>(std::max(p.inner, p.cols)) + 2);
+  if (launch.target<WorkerLaunch>() != nullptr && remote::calls_are_remote()) {
+    // The worker's call on staged host arrays, bands included: the judge's device is left alone
+    // (a judge without a context, docs/design/engine.md).
+    HostGuarded M(p.M.size(), guard), N(p.N.size(), guard);
+    HostGuarded P(static_cast<std::size_t>(p.rows) * p.cols, guard);
+    M.copy_from_host(p.M.data());
+    N.copy_from_host(p.N.data());
+    P.poison_data();
+    {
+      const remote::StagedArrays staged({{M.storage(), M.storage_bytes()},
+                                         {N.storage(), N.storage_bytes()},
+                                         {P.storage(), P.storage_bytes()}});
+      launch(M.data(), N.data(), P.data());
+    }
+    return GuardedMatmulRun{P.values(), P.damaged_guards()};
+  }
   GuardedBuffer d_M(p.M.size(), guard), d_N(p.N.size(), guard);
   GuardedBuffer d_P(static_cast<std::size_t>(p.rows) * p.cols, guard);
   d_M.copy_from_host(p.M.data());

@@ -47,4 +47,29 @@ class GuardedBuffer {
   DeviceBuffer<float> storage_;
 };
 
+// The same layout in host memory, for a judge that hands its worker host arrays to stage
+// (kit::remote::StagedArrays): the worker copies the whole storage, bands included, into device
+// memory of its own, and back for an output, so a stray access meets the same sentinels.
+class HostGuarded {
+ public:
+  HostGuarded(std::size_t count, std::size_t guard = 1024);
+
+  float* data() { return storage_.data() + guard_; }
+  float* storage() { return storage_.data(); }
+  std::size_t storage_bytes() const { return storage_.size() * sizeof(float); }
+  std::size_t size() const { return count_; }
+
+  void copy_from_host(const float* h_src);
+  void poison_data();
+  std::vector<float> values() const;
+
+  // As GuardedBuffer::damaged_guards.
+  std::string damaged_guards() const;
+
+ private:
+  std::size_t count_;
+  std::size_t guard_;
+  std::vector<float> storage_;
+};
+
 }  // namespace kit
