@@ -95,11 +95,14 @@ MatmulReference reference_matmul_on_device(const std::vector<float>& M, const st
 
 MatmulReference matmul_reference(const std::vector<float>& M, const std::vector<float>& N, int rows,
                                  int inner, int cols) {
-  // Up to 2^24 terms the host loop takes some tens of milliseconds, less than a CUDA context costs
-  // to make while the GPU serves other test processes (bench/RESULTS.md, "A judge without a
-  // context"): a judge whose calls all go to its worker then never makes one. Both sum every
-  // element's exact terms in the order of k, so they agree to the bit.
-  constexpr double kHostTerms = 16777216.0;
+  // Up to 2^28 terms the host loop (i-k-j order, -O3) takes under a tenth of a second: 87 ms for
+  // 645^3 and 39 ms for 512^3 on a 2-core build machine. A CUDA context costs a test process more
+  // while the GPU serves other test processes (0.4 s median at eight, bench/RESULTS.md, "Where a
+  // split test's time goes"), and it slows every other process on the GPU: a judge whose calls
+  // all go to its worker then never makes one. Both sum every element's exact terms in the order
+  // of k, so they agree to the bit. Widths near 1000 (10^9 terms, 0.3 s on the host) stay on
+  // the GPU: their tests time kernels or guard large buffers, which needs the judge's context.
+  constexpr double kHostTerms = 268435456.0;  // 2^28
   const double terms = static_cast<double>(rows) * inner * cols;
   if (terms <= kHostTerms || !gpu_status().usable) return reference_matmul(M, N, rows, inner, cols);
   return reference_matmul_on_device(M, N, rows, inner, cols);

@@ -135,9 +135,13 @@ TEST_CASE("a judge makes no CUDA context for a test whose device work is all in 
   }
   CHECK(d == std::vector<float>{-1.0f, -2.0f});
   check_none_after("a call on a staged array");
-  // A test that needs one still gets it: a large product's reference is computed on the GPU.
-  const std::vector<float> big = kit::random_matrix(300, 300, 3);
-  (void)kit::matmul_reference(big, big, 300, 300, 300);
+  // The largest product of lab 05's correctness tests (2^27 terms) is still the host's.
+  const std::vector<float> wide = kit::random_matrix(512, 512, 3);
+  (void)kit::matmul_reference(wide, wide, 512, 512, 512);
+  check_none_after("a 512 x 512 x 512 product's reference");
+  // A test that needs one still gets it: a larger product's reference is computed on the GPU.
+  const std::vector<float> big = kit::random_matrix(700, 700, 4);
+  (void)kit::matmul_reference(big, big, 700, 700, 700);
   CHECK(has_a_context());
 }
 
