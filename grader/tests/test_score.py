@@ -6,7 +6,7 @@ import pytest
 
 from grader.build import BuildResult
 from grader.rubric import PartialCredit, RubricTest
-from grader.run import Outcome, Status
+from grader.run import CUDA_ERROR_HINTS, LAUNCH_HINT, Outcome, Status
 from grader.score import (
     OBSERVATION_MARK,
     FixFirst,
@@ -271,6 +271,29 @@ def test_a_hazard_a_sanitizer_proved_is_fixed_before_causes_that_lost_more():
     )
     first = fix_first([observed, deferring])
     assert first is not None and first.hint is None and first.tests == ("block sums match",)
+
+
+def test_a_cause_seen_in_computed_values_is_fixed_before_a_launch_the_device_refused():
+    # Lab 04's sum reset in every phase, as graded on an H200: the 32-wide kernel needs too many
+    # registers to launch, and every test fails at tile 32 for that; the reset is seen where the
+    # 16-wide kernel ran. Fixing the reset also brings the registers back.
+    registers = CUDA_ERROR_HINTS["kernel launch failed: cudaErrorLaunchOutOfResources"]
+    reset = "every element of P keeps only the products of its last phase: the running sum is reset"
+    tests = [
+        lost("small widths", 15, [registers, reset, "the kit cannot tell why from the values"]),
+        lost("large widths", 15, [registers, "the kit cannot tell why from the values"]),
+        lost("multiples of the tile", 3, [reset, registers]),
+        lost("reads nothing outside", 9, [registers]),
+        lost("writes nothing outside", 10, [registers]),
+    ]
+    first = fix_first(tests)
+    assert first is not None and first.hint == reset
+    assert first.tests == ("small widths", "multiples of the tile") and first.points == 18
+    # Alone, the refusal is the cause to fix, and an invalid configuration is one too.
+    first = fix_first(tests[3:])
+    assert first is not None and first.hint == registers and first.points == 19
+    first = fix_first([lost("launch", 5, [LAUNCH_HINT]), lost("other", 3, ["README section 3."])])
+    assert first is not None and first.hint == LAUNCH_HINT
 
 
 def test_fix_first_keeps_the_rubric_order_on_a_tie_and_ignores_what_did_not_run():
