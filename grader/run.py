@@ -97,15 +97,14 @@ CUDA_ERROR_HINTS = {
     "cannot tell which access from the fault alone (compute-sanitizer --tool memcheck shows the "
     "faulting line, and the other tests' hints may name the cause).",
 }
-# The hints of a launch the device refused (its configuration, or more registers than a block may
-# hold): nothing ran at that configuration. A cause proven from what the kernel computed at the
-# others is fixed first (score.fix_first): fixing the arithmetic can change what the kernel
-# needs. Lab 04's mutant that resets Pvalue in every phase is one: ptxas gave its 32-wide square
-# kernel 79 registers for sm_90 where the reference's has 32, so that 1024-thread block cannot
-# launch, and the reset is what to fix.
-LAUNCH_REFUSED_HINTS = frozenset(
-    (LAUNCH_HINT, CUDA_ERROR_HINTS["kernel launch failed: cudaErrorLaunchOutOfResources"])
-)
+# The hint of a launch that asked for more registers than a block may hold: nothing ran at that
+# configuration. A cause proven from what the kernel computed at the others is fixed first
+# (score.fix_first), since fixing the arithmetic changes what the kernel needs. Lab 04's mutant
+# that resets Pvalue in every phase is one: ptxas gave its 32-wide square kernel 79 registers
+# for sm_90 where the reference's has 32, so that 1024-thread block cannot launch, and the reset
+# is what to fix. (An invalid configuration, LAUNCH_HINT, is the launcher's and stays a cause
+# like any other: lab 05's static tiles beside the dynamic buffer fail that way.)
+REGISTER_LIMIT_HINT = CUDA_ERROR_HINTS["kernel launch failed: cudaErrorLaunchOutOfResources"]
 NO_GPU_PREFIX = "no usable GPU"  # how KIT_REQUIRE_GPU's skip begins (common/include/kit/testing.hpp)
 REPORT_LIMIT = 4 << 20  # bytes of XML report kept; a longer one is cut, so it fails to parse
 MESSAGE_LIMIT = 4000  # characters of one failure message kept for the reports

@@ -11,7 +11,7 @@ from .build import BuildResult
 from .charts import Charts
 from .collect import Refusal
 from .rubric import Lab, RubricTest
-from .run import LAUNCH_REFUSED_HINTS, Outcome, Status
+from .run import REGISTER_LIMIT_HINT, Outcome, Status
 
 MESSAGES_KEPT = 8  # failure messages shown per test; the hints come first anyway
 
@@ -269,9 +269,9 @@ def test_cause(test: TestScore) -> str | None:
             counts[key] = (count + 1, first)
     if not counts:
         return None
-    # max keeps the first of equals: the order the hints came in. A launch the device refused
-    # counts after any cause seen in what a launch computed (run.LAUNCH_REFUSED_HINTS).
-    return max(counts.values(), key=lambda entry: (entry[1] not in LAUNCH_REFUSED_HINTS, entry[0]))[1]
+    # max keeps the first of equals: the order the hints came in. A launch refused for its
+    # registers counts after any cause seen in what a launch computed (run.REGISTER_LIMIT_HINT).
+    return max(counts.values(), key=lambda entry: (entry[1] != REGISTER_LIMIT_HINT, entry[0]))[1]
 
 
 def fix_first(tests: list[TestScore]) -> FixFirst | None:
@@ -280,9 +280,9 @@ def fix_first(tests: list[TestScore]) -> FixFirst | None:
     points wins, the earliest in the rubric's order on a tie; a hazard a sanitizer test proved
     wins before any (HAZARD_TESTS). A cause beats a bare test: only when no test that lost points
     has one (a crash, a speed test's partial credit, hints that say only what was observed) is it
-    the test that lost the most, with its pointer into the write-up. A launch the device refused
-    (run.LAUNCH_REFUSED_HINTS) is a cause, but any cause proven from computed values goes before
-    it. None when nothing was lost or nothing ran."""
+    the test that lost the most, with its pointer into the write-up. A launch refused for its
+    registers (run.REGISTER_LIMIT_HINT) is a cause, but any cause proven from computed values goes
+    before it. None when nothing was lost or nothing ran."""
     losing = [
         test
         for test in tests
@@ -302,9 +302,9 @@ def fix_first(tests: list[TestScore]) -> FixFirst | None:
     def rank(group: tuple[str | None, list[TestScore]]) -> tuple[int, bool, float]:
         # A hazard counts only where its test proved one: a sanitizer test that only defers to
         # the correctness tests ("make them pass first") is a bare test like any other. A launch
-        # the device refused comes after a cause proven from computed values.
+        # refused for its registers comes after a cause proven from computed values.
         hazard = max(hazard_rank(test) for test in group[1]) if group[0] is not None else 0
-        return hazard, group[0] not in LAUNCH_REFUSED_HINTS, lost(group[1])
+        return hazard, group[0] != REGISTER_LIMIT_HINT, lost(group[1])
 
     caused = [group for group in groups.values() if group[0] is not None]
     # max keeps the first of equals: the rubric's order

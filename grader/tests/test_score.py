@@ -6,7 +6,7 @@ import pytest
 
 from grader.build import BuildResult
 from grader.rubric import PartialCredit, RubricTest
-from grader.run import CUDA_ERROR_HINTS, LAUNCH_HINT, Outcome, Status
+from grader.run import LAUNCH_HINT, REGISTER_LIMIT_HINT, Outcome, Status
 from grader.score import (
     OBSERVATION_MARK,
     FixFirst,
@@ -273,11 +273,11 @@ def test_a_hazard_a_sanitizer_proved_is_fixed_before_causes_that_lost_more():
     assert first is not None and first.hint is None and first.tests == ("block sums match",)
 
 
-def test_a_cause_seen_in_computed_values_is_fixed_before_a_launch_the_device_refused():
+def test_a_cause_seen_in_computed_values_is_fixed_before_a_launch_refused_for_its_registers():
     # Lab 04's sum reset in every phase, as graded on an H200: the 32-wide kernel needs too many
     # registers to launch, and every test fails at tile 32 for that; the reset is seen where the
     # 16-wide kernel ran. Fixing the reset also brings the registers back.
-    registers = CUDA_ERROR_HINTS["kernel launch failed: cudaErrorLaunchOutOfResources"]
+    registers = REGISTER_LIMIT_HINT
     reset = "every element of P keeps only the products of its last phase: the running sum is reset"
     tests = [
         lost("small widths", 15, [registers, reset, "the kit cannot tell why from the values"]),
@@ -289,10 +289,13 @@ def test_a_cause_seen_in_computed_values_is_fixed_before_a_launch_the_device_ref
     first = fix_first(tests)
     assert first is not None and first.hint == reset
     assert first.tests == ("small widths", "multiples of the tile") and first.points == 18
-    # Alone, the refusal is the cause to fix, and an invalid configuration is one too.
+    # Alone, the refusal is the cause to fix.
     first = fix_first(tests[3:])
     assert first is not None and first.hint == registers and first.points == 19
-    first = fix_first([lost("launch", 5, [LAUNCH_HINT]), lost("other", 3, ["README section 3."])])
+    # An invalid configuration is the launcher's, a cause like any other: lab 05's static tiles
+    # beside the dynamic buffer ask for more shared memory than a block may have.
+    tests = [lost("deeper strips", 12, [LAUNCH_HINT]), lost("launch count", 4, ["launched twice per call"])]
+    first = fix_first(tests)
     assert first is not None and first.hint == LAUNCH_HINT
 
 
