@@ -36,6 +36,28 @@ void wait_asleep() {
   (void)cudaGetLastError();  // so that no later error check inherits one from here
 }
 
+}  // namespace
+
+bool has_cuda_context() {
+  using DeviceGet = CUresult (*)(CUdevice*, int);
+  using GetState = CUresult (*)(CUdevice, unsigned int*, int*);
+  const auto device_get = reinterpret_cast<DeviceGet>(remote::driver_function("cuDeviceGet"));
+  const auto get_state =
+      reinterpret_cast<GetState>(remote::driver_function("cuDevicePrimaryCtxGetState"));
+  int ordinal = 0;
+  CUdevice device = 0;
+  unsigned int flags = 0;
+  int active = 0;
+  const bool known = device_get != nullptr && get_state != nullptr &&
+                     cudaGetDevice(&ordinal) == cudaSuccess &&
+                     device_get(&device, ordinal) == CUDA_SUCCESS &&
+                     get_state(device, &flags, &active) == CUDA_SUCCESS;
+  (void)cudaGetLastError();
+  return known && active != 0;
+}
+
+namespace {
+
 GpuStatus probe() {
   GpuStatus s;
   int count = 0;

@@ -95,16 +95,20 @@ MatmulReference reference_matmul_on_device(const std::vector<float>& M, const st
 
 MatmulReference matmul_reference(const std::vector<float>& M, const std::vector<float>& N, int rows,
                                  int inner, int cols) {
-  // Up to 2^28 terms the host loop (i-k-j order, -O3) takes under a tenth of a second: 87 ms for
-  // 645^3 and 39 ms for 512^3 on a 2-core build machine. A CUDA context costs a test process more
-  // while the GPU serves other test processes (0.4 s median at eight, bench/RESULTS.md, "Where a
-  // split test's time goes"), and it slows every other process on the GPU: a judge whose calls
-  // all go to its worker then never makes one. Both sum every element's exact terms in the order
-  // of k, so they agree to the bit. Widths near 1000 (10^9 terms, 0.3 s on the host) stay on
-  // the GPU: their tests time kernels or guard large buffers, which needs the judge's context.
-  constexpr double kHostTerms = 268435456.0;  // 2^28
+  // A judge whose calls all go to its worker has no CUDA context, and making one for the
+  // reference costs more than the host loop up to 2^31 terms: the loop (i-k-j order, -O3) took
+  // 39 ms for 512^3 and 0.31 s for 1000^3 on a 2-core build machine, while a context costs a
+  // test process 0.4 s (median) with eight test processes on the GPU, and slows every other
+  // process there (bench/RESULTS.md, "Where a split test's time goes"). Where a context exists
+  // anyway (a timed test, a process that is not a judge), the GPU kernel takes products above
+  // 2^24 terms. Both sum every element's exact terms in the order of k, so they agree to the bit.
+  constexpr double kHostTerms = 16777216.0;                  // 2^24
+  constexpr double kHostTermsWithoutContext = 2147483648.0;  // 2^31: 1290^3
   const double terms = static_cast<double>(rows) * inner * cols;
-  if (terms <= kHostTerms || !gpu_status().usable) return reference_matmul(M, N, rows, inner, cols);
+  if (terms <= kHostTerms || !gpu_status().usable ||
+      (terms <= kHostTermsWithoutContext && !has_cuda_context())) {
+    return reference_matmul(M, N, rows, inner, cols);
+  }
   return reference_matmul_on_device(M, N, rows, inner, cols);
 }
 

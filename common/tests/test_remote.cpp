@@ -135,14 +135,16 @@ TEST_CASE("a judge makes no CUDA context for a test whose device work is all in 
   }
   CHECK(d == std::vector<float>{-1.0f, -2.0f});
   check_none_after("a call on a staged array");
-  // The largest product of lab 05's correctness tests (2^27 terms) is still the host's.
-  const std::vector<float> wide = kit::random_matrix(512, 512, 3);
-  (void)kit::matmul_reference(wide, wide, 512, 512, 512);
-  check_none_after("a 512 x 512 x 512 product's reference");
+  // The largest product of the labs' correctness tests (lab 04's 1025^3) is still the host's.
+  const std::vector<float> wide = kit::random_matrix(1025, 1025, 3);
+  (void)kit::matmul_reference(wide, wide, 1025, 1025, 1025);
+  check_none_after("a 1025 x 1025 x 1025 product's reference");
+  CHECK_FALSE(kit::has_cuda_context());
   // A test that needs one still gets it: a larger product's reference is computed on the GPU.
-  const std::vector<float> big = kit::random_matrix(700, 700, 4);
-  (void)kit::matmul_reference(big, big, 700, 700, 700);
+  const std::vector<float> big = kit::random_matrix(1400, 1400, 4);
+  (void)kit::matmul_reference(big, big, 1400, 1400, 1400);
   CHECK(has_a_context());
+  CHECK(kit::has_cuda_context());
 }
 
 TEST_CASE("an exception thrown in the worker comes back as the same kind with its text",

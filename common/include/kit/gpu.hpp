@@ -19,4 +19,8 @@ struct GpuStatus {
 // shows up here, not in every test). A judge's answer makes no CUDA context (common/src/gpu.cu).
 const GpuStatus& gpu_status();
 
+// Whether this process has made its CUDA context on the current device, as the driver says
+// (cuDevicePrimaryCtxGetState, which makes none); false where that cannot be asked.
+bool has_cuda_context();
+
 }  // namespace kit
