@@ -88,12 +88,9 @@ std::vector<float> run_matmul(const MatmulProblem& problem, const MatmulLaunch& 
   const std::size_t p_count = static_cast<std::size_t>(problem.rows) * problem.cols;
   if (launch.target<WorkerLaunch>() != nullptr && remote::calls_are_remote()) {
     std::vector<float> P(p_count, poison_value());
-    // Only read through a pointer to const: the worker sends nothing back for M and N.
-    auto* M = const_cast<float*>(problem.M.data());
-    auto* N = const_cast<float*>(problem.N.data());
-    const remote::StagedArrays staged({{M, problem.M.size() * sizeof(float)},
-                                       {N, problem.N.size() * sizeof(float)},
-                                       {P.data(), P.size() * sizeof(float)}});
+    // M and N are only read through a pointer to const: the worker sends nothing back for them.
+    const remote::StagedArrays staged(
+        {remote::staged(problem.M), remote::staged(problem.N), remote::staged(P)});
     launch(problem.M.data(), problem.N.data(), P.data());
     return P;
   }

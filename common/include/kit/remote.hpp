@@ -190,6 +190,16 @@ class StagedArrays {
  private:
   std::vector<StagedArray> arrays_;
 };
+// A vector's elements as a staged array. A const vector only for a parameter that is a pointer to
+// const: the worker sends back only what a pointer to non-const may have written.
+template <class T>
+StagedArray staged(std::vector<T>& v) {
+  return {v.data(), v.size() * sizeof(T)};
+}
+template <class T>
+StagedArray staged(const std::vector<T>& v) {
+  return {const_cast<T*>(v.data()), v.size() * sizeof(T)};
+}
 // The staged array `pointer` lies in, if any.
 bool find_staged(const void* pointer, StagedArray& found);
 

@@ -11,7 +11,6 @@
 
 #include "calls.hpp"
 #include "kit/cuda_check.hpp"
-#include "kit/device_buffer.hpp"
 #include "kit/poison.hpp"
 #include "kit/remote.hpp"
 #include "kit/sanitizer.hpp"
@@ -288,16 +287,16 @@ TEST_CASE("polynomial kernel writes nothing past the end of y", "[lab01][safety]
   const std::vector<float> c = coefficients(3, 400);
   set_polynomial(c);
   const std::vector<float> x = lab01_tests::random_values(n, 401 + n);
-  kit::DeviceBuffer<float> d_x(x.size());
-  d_x.copy_from_host(x.data());
-  kit::GuardedBuffer d_y(x.size());
-  d_y.poison_data();
-  lab01::launch_evaluate_polynomial(d_x.data(), d_y.data(), n, 3);
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> y(x.size());
-  d_y.copy_to_host(y.data());
-  if (!kit::fully_written(y)) return;
-  const std::string damage = d_y.damaged_guards();
+  // y with its sentinel bands, staged whole for the worker's call (kit::HostGuarded).
+  kit::HostGuarded y_guarded(x.size());
+  y_guarded.poison_data();
+  {
+    const kit::remote::StagedArrays arrays(
+        {kit::remote::staged(x), {y_guarded.storage(), y_guarded.storage_bytes()}});
+    lab01::launch_evaluate_polynomial(x.data(), y_guarded.data(), n, 3);
+  }
+  if (!kit::fully_written(y_guarded.values())) return;
+  const std::string damage = y_guarded.damaged_guards();
   INFO(damage);
   INFO(
       "hint: threads with i >= n have no element: they must return before they store (README "
@@ -359,15 +358,14 @@ TEST_CASE("counter is exact for any grid and block size", "[lab01][correctness][
   unsigned int previous = 0;
   for (int n : {1, 1000, 65539, 1 << 20}) {
     const std::vector<float> x = lab01_tests::random_values(n, 500 + n);
-    kit::DeviceBuffer<float> d_x(x.size());
-    d_x.copy_from_host(x.data());
+    const kit::remote::StagedArrays arrays({kit::remote::staged(x)});
     const float threshold = 0.0f;
     const unsigned int want = lab01_tests::host_count_above(x, threshold);
     for (int block : {32, 100, 256, 1024}) {
       unsigned int got[3];
       for (unsigned int& count : got) {
         lab01::reset_counter();
-        lab01::launch_count_above(d_x.data(), n, threshold, block);
+        lab01::launch_count_above(x.data(), n, threshold, block);
         count = lab01::read_counter();
       }
       const bool stable = got[1] == got[0] && got[2] == got[0];
@@ -422,18 +420,17 @@ TEST_CASE("counter keeps its value across launches until it is reset",
   KIT_REQUIRE_GPU();
   const int n = 5000;
   const std::vector<float> x = lab01_tests::random_values(n, 600);
-  kit::DeviceBuffer<float> d_x(x.size());
-  d_x.copy_from_host(x.data());
+  const kit::remote::StagedArrays arrays({kit::remote::staged(x)});
   const unsigned int once = lab01_tests::host_count_above(x, 0.25f);
   lab01::reset_counter();
-  lab01::launch_count_above(d_x.data(), n, 0.25f, 128);
+  lab01::launch_count_above(x.data(), n, 0.25f, 128);
   {
     INFO(
         "this test judges only a counter that counts one launch right: make 'counter is exact "
         "for any grid and block size' pass first.");
     REQUIRE(lab01::read_counter() == once);
   }
-  lab01::launch_count_above(d_x.data(), n, 0.25f, 128);
+  lab01::launch_count_above(x.data(), n, 0.25f, 128);
   {
     INFO(
         "hint: a __device__ variable lives as long as the program: a second launch adds to what "

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "kit/device_buffer.hpp"
 #include "kit/matmul_harness.hpp"
 #include "kit/poison.hpp"
 #include "kit/remote.hpp"
@@ -70,17 +69,18 @@ TEST_CASE("naive kernel does not write outside the output matrix", "[lab02][safe
   const int block = GENERATE(16, 32);
   CAPTURE(width, block);
   const kit::MatmulProblem problem = kit::make_square_problem(width, 4000 + width);
-  kit::DeviceBuffer<float> d_M(problem.M.size()), d_N(problem.N.size());
-  d_M.copy_from_host(problem.M.data());
-  d_N.copy_from_host(problem.N.data());
-  kit::GuardedBuffer d_P(problem.M.size());
-  d_P.poison_data();
-  lab02::launch_naive_matmul(d_M.data(), d_N.data(), d_P.data(), width, block);
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> P(d_P.size());
-  d_P.copy_to_host(P.data());
-  if (!kit::fully_written(P)) return;
-  const std::string damage = d_P.damaged_guards();
+  // P with its sentinel bands, staged whole for the worker's call (kit::HostGuarded): the judge
+  // makes no CUDA context (docs/design/engine.md).
+  kit::HostGuarded P_guarded(problem.M.size());
+  P_guarded.poison_data();
+  {
+    const kit::remote::StagedArrays arrays({kit::remote::staged(problem.M),
+                                            kit::remote::staged(problem.N),
+                                            {P_guarded.storage(), P_guarded.storage_bytes()}});
+    lab02::launch_naive_matmul(problem.M.data(), problem.N.data(), P_guarded.data(), width, block);
+  }
+  if (!kit::fully_written(P_guarded.values())) return;
+  const std::string damage = P_guarded.damaged_guards();
   INFO(damage);
   INFO(
       "hint: threads outside the matrix must not store; check the bounds condition "
