@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# make lint: the kit's conventions, checked. The Python of grader/ and scripts/ with ruff (lint
-# and format) and mypy, as pyproject.toml configures them, and the C++ style with clang-format
-# once the kit has a .clang-format. A tool that is not installed is skipped with a note (setup
-# installs them where it can; the GPU image is offline); every step runs, and the exit status
-# is non-zero if any step found a problem.
+# make lint: the kit's conventions, checked. Every Python file (grader/, scripts/, bench/ and the
+# labs' tools and figures; grader/tests/test_repository.py checks that none is left out) with
+# ruff (lint and format) and mypy, as pyproject.toml configures them, and the C++ style with
+# clang-format once the kit has a .clang-format. A tool that is not installed is skipped with a
+# note (setup installs them where it can; the GPU image is offline); every step runs, and the
+# exit status is non-zero if any step found a problem.
 #   KIT_PYTHON: the interpreter setup chose (build/.kit-python); ruff and mypy are its modules.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 python=${KIT_PYTHON:-python3}
-python_paths=(grader scripts)
+python_paths=(grader scripts bench labs)
+# A kit handed out may lack some of them (bench/): check those it has.
+present=()
+for folder in "${python_paths[@]}"; do [[ -d $folder ]] && present+=("$folder"); done
+python_paths=("${present[@]}")
 failed=()
 skipped=0
 

@@ -12,25 +12,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import context_rate  # noqa: E402
 
 
-def test_every_process_runs_and_failures_are_counted():
+def test_every_process_runs_and_failures_are_counted() -> None:
     ok = context_rate.measure(["true"], concurrency=3, processes=7)
     failing = context_rate.measure(["false"], concurrency=2, processes=4)
     assert (ok.processes, ok.failed) == (7, 0) and ok.per_second > 0
     assert failing.failed == 4
 
 
-def test_a_command_after_the_dashes_replaces_the_probe(capsys):
+def test_a_command_after_the_dashes_replaces_the_probe(capsys: pytest.CaptureFixture[str]) -> None:
     assert context_rate.main(["--concurrency", "1,2", "--processes", "3", "--", "true"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and lines[1].split()[:2] == ["1", "3"] and lines[2].split()[:2] == ["2", "3"]
 
 
-def test_a_missing_probe_says_how_to_build_it(tmp_path, capsys):
+def test_a_missing_probe_says_how_to_build_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert context_rate.main(["--build-dir", str(tmp_path)]) == 2
     assert "make build" in capsys.readouterr().err
 
 
-def test_the_probes_phases_are_averaged_and_connections_reach_the_processes(capsys):
+def test_the_probes_phases_are_averaged_and_connections_reach_the_processes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     # A stand-in for context_probe --phases that also shows the connections it was given.
     script = (
         'echo "driver 0.100 s, context 0.300 s, first kernel 0.002 s"; '

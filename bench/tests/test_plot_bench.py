@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -12,8 +14,9 @@ HEADER = "device,width,kernel,lab,tile,median_ms,min_ms,max_ms,gflops,rel_error\
 DEVICE = '"Test GPU (sm_90, 132 SMs)"'
 
 
-def load_plot_bench():
+def load_plot_bench() -> ModuleType:
     spec = importlib.util.spec_from_file_location("plot_bench", SCRIPT)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -27,7 +30,9 @@ def write_csv(path: Path, kernels: list[tuple[str, str, int]]) -> None:
     path.write_text("".join(lines))
 
 
-def test_plot_has_one_legend_entry_per_kernel_and_tile(tmp_path: Path, monkeypatch) -> None:
+def test_plot_has_one_legend_entry_per_kernel_and_tile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -42,12 +47,13 @@ def test_plot_has_one_legend_entry_per_kernel_and_tile(tmp_path: Path, monkeypat
             ("cublas", "cuBLAS SGEMM", 0),
         ],
     )
-    saved = []
-    monkeypatch.setattr(
-        plt.Figure,
-        "savefig",
-        lambda figure, path, **kw: saved.append(figure) or Path(path).write_bytes(b"png"),
-    )
+    saved: list[Any] = []
+
+    def save(figure: Any, path: str | Path, **kw: Any) -> None:
+        saved.append(figure)
+        Path(path).write_bytes(b"png")
+
+    monkeypatch.setattr(plt.Figure, "savefig", save)
     assert load_plot_bench().main([str(csv), str(tmp_path / "bench.png")]) == 0
 
     axes = saved[0].axes[0]
@@ -63,14 +69,14 @@ def test_plot_has_one_legend_entry_per_kernel_and_tile(tmp_path: Path, monkeypat
     assert list(styles["lab 02 naive, 16"].get_ydata()) == [1040.0, 4016.0, 4112.0]
 
 
-def test_missing_csv_says_which_command_writes_it(tmp_path: Path, capsys) -> None:
+def test_missing_csv_says_which_command_writes_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib")
     missing = tmp_path / "none.csv"
     assert load_plot_bench().main([str(missing), str(tmp_path / "out.png")]) == 2
     assert f"matmul_bench --csv {missing}" in capsys.readouterr().err
 
 
-def test_empty_csv_is_refused(tmp_path: Path, capsys) -> None:
+def test_empty_csv_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib")
     empty = tmp_path / "bench.csv"
     empty.write_text(HEADER)

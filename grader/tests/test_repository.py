@@ -113,3 +113,20 @@ def test_every_section_a_file_cites_is_a_heading_of_that_document():
             if not any(heading.startswith(section) for heading in headings.get(document, [])):
                 missing.add(f"{path.relative_to(ROOT)}: {document}, {section!r}")
     assert not missing, f"citations of sections that do not exist: {sorted(missing)}"
+
+
+def test_lint_and_mypy_read_every_python_file_of_the_kit():
+    # make lint (scripts/lint.sh) and mypy (pyproject.toml) name the folders they check; a Python
+    # file outside them, such as a lab's plotting script that students run, goes unchecked.
+    lint = (ROOT / "scripts/lint.sh").read_text(encoding="utf-8")
+    folders = re.search(r"^python_paths=\(([^)]*)\)", lint, re.MULTILINE)
+    assert folders is not None, "scripts/lint.sh no longer sets python_paths=(...)"
+    linted = folders.group(1).split()
+    mypy_files = re.search(
+        r"^files = \[([^\]]*)\]", (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.MULTILINE
+    )
+    assert mypy_files is not None and sorted(re.findall(r'"([^"]+)"', mypy_files.group(1))) == sorted(linted)
+    python = [path.relative_to(ROOT) for path in repository_files() if path.suffix == ".py"]
+    assert python, "no Python file found"
+    unchecked = [str(path) for path in python if path.parts[0] not in linted]
+    assert unchecked == [], f"make lint does not read {unchecked}: add their folder to python_paths"

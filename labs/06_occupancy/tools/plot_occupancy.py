@@ -26,16 +26,25 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 SWEEPS = {
     # sweep name in the CSV: (file stem, x-axis label, chart title)
-    "threads_per_block": ("occupancy_vs_threads_per_block", "threads per block",
-                          "Impact of varying block size"),
-    "registers_per_thread": ("occupancy_vs_registers_per_thread", "registers per thread",
-                             "Impact of varying register count per thread"),
-    "shared_memory_per_block": ("occupancy_vs_shared_memory_per_block",
-                                "shared memory per block (bytes)",
-                                "Impact of varying shared memory usage per block"),
+    "threads_per_block": (
+        "occupancy_vs_threads_per_block",
+        "threads per block",
+        "Impact of varying block size",
+    ),
+    "registers_per_thread": (
+        "occupancy_vs_registers_per_thread",
+        "registers per thread",
+        "Impact of varying register count per thread",
+    ),
+    "shared_memory_per_block": (
+        "occupancy_vs_shared_memory_per_block",
+        "shared memory per block (bytes)",
+        "Impact of varying shared memory usage per block",
+    ),
 }
 
 
@@ -56,28 +65,48 @@ class Sweep:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--build", type=Path, default=Path("build"),
-                        help="the kit's build folder, which holds bin/lab06_curves (default: build)")
-    parser.add_argument("--curves", type=Path, default=None,
-                        help="the lab06_curves program (default: BUILD/bin/lab06_curves)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="folder for the CSV and PNGs (default: BUILD/plots/lab06)")
-    parser.add_argument("--preset", default="9.0",
-                        help="compute capability of a device preset, e.g. 3.5 or 9.0 (default: 9.0)")
+    parser.add_argument(
+        "--build",
+        type=Path,
+        default=Path("build"),
+        help="the kit's build folder, which holds bin/lab06_curves (default: build)",
+    )
+    parser.add_argument(
+        "--curves", type=Path, default=None, help="the lab06_curves program (default: BUILD/bin/lab06_curves)"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="folder for the CSV and PNGs (default: BUILD/plots/lab06)"
+    )
+    parser.add_argument(
+        "--preset",
+        default="9.0",
+        help="compute capability of a device preset, e.g. 3.5 or 9.0 (default: 9.0)",
+    )
     parser.add_argument("--threads", type=int, default=256, help="threads per block (default: 256)")
-    parser.add_argument("--registers", type=int, default=32,
-                        help="registers per thread (default: 32)")
-    parser.add_argument("--shared", type=int, default=2048,
-                        help="bytes of shared memory per block (default: 2048)")
+    parser.add_argument("--registers", type=int, default=32, help="registers per thread (default: 32)")
+    parser.add_argument(
+        "--shared", type=int, default=2048, help="bytes of shared memory per block (default: 2048)"
+    )
     return parser.parse_args(argv)
 
 
 def run_curves(program: Path, args: argparse.Namespace) -> str:
     if not program.is_file():
-        raise SystemExit(f"plot_occupancy.py: {program} does not exist; build it first with "
-                         f"'cmake --build {args.build} --target lab06_curves'")
-    command = [str(program), "--preset", args.preset, "--threads", str(args.threads),
-               "--registers", str(args.registers), "--shared", str(args.shared)]
+        raise SystemExit(
+            f"plot_occupancy.py: {program} does not exist; build it first with "
+            f"'cmake --build {args.build} --target lab06_curves'"
+        )
+    command = [
+        str(program),
+        "--preset",
+        args.preset,
+        "--threads",
+        str(args.threads),
+        "--registers",
+        str(args.registers),
+        "--shared",
+        str(args.shared),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     if done.returncode != 0:
         raise SystemExit(f"plot_occupancy.py: {' '.join(command)} failed:\n{done.stderr.strip()}")
@@ -87,8 +116,13 @@ def run_curves(program: Path, args: argparse.Namespace) -> str:
 def parse_curves(text: str) -> dict[str, Sweep]:
     sweeps = {name: Sweep([]) for name in SWEEPS}
     for row in csv.DictReader(io.StringIO(text)):
-        point = Point(int(row["value"]), int(row["active_blocks"]), int(row["active_warps"]),
-                      float(row["occupancy"]), row["limited_by"])
+        point = Point(
+            int(row["value"]),
+            int(row["active_blocks"]),
+            int(row["active_warps"]),
+            float(row["occupancy"]),
+            row["limited_by"],
+        )
         sweep = sweeps[row["sweep"]]
         if row["current"] == "1":
             sweep.current = point
@@ -111,6 +145,7 @@ def plot(sweeps: dict[str, Sweep], args: argparse.Namespace, out: Path, device: 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy  # comes with matplotlib
 
     slots = max_warps(sweeps)
     written = []
@@ -125,21 +160,40 @@ def plot(sweeps: dict[str, Sweep], args: argparse.Namespace, out: Path, device: 
             ax.step(xs, ys, where="post", color="#1f5fa8", linewidth=1.5)
         if sweep.current is not None:
             c = sweep.current
-            label = (f"your configuration: {c.value} -> {c.active_warps} warps "
-                     f"({c.occupancy:.0%}),\nlimited by {c.limited_by}")
-            ax.plot([c.value], [c.active_warps], marker="^", color="#d62728", markersize=12,
-                    linestyle="none", label=label, zorder=5)
+            label = (
+                f"your configuration: {c.value} -> {c.active_warps} warps "
+                f"({c.occupancy:.0%}),\nlimited by {c.limited_by}"
+            )
+            ax.plot(
+                [c.value],
+                [c.active_warps],
+                marker="^",
+                color="#d62728",
+                markersize=12,
+                linestyle="none",
+                label=label,
+                zorder=5,
+            )
             ax.legend(loc="best", fontsize=9, framealpha=0.95)
         ax.set_xlim(left=0)
         ax.set_ylim(0, slots * 1.08)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("active warps per SM")
         ax.grid(True, alpha=0.3)
-        percent = ax.secondary_yaxis("right", functions=(lambda w: 100 * w / slots,
-                                                         lambda p: p * slots / 100))
+
+        def to_percent(warps: Any) -> Any:
+            return 100 * numpy.asarray(warps) / slots
+
+        def to_warps(percent_: Any) -> Any:
+            return numpy.asarray(percent_) * slots / 100
+
+        percent = ax.secondary_yaxis("right", functions=(to_percent, to_warps))
         percent.set_ylabel("occupancy (%)")
-        ax.set_title(f"{title}\n{device}: {args.threads} threads, {args.registers} registers, "
-                     f"{args.shared} bytes of shared memory per block", fontsize=10)
+        ax.set_title(
+            f"{title}\n{device}: {args.threads} threads, {args.registers} registers, "
+            f"{args.shared} bytes of shared memory per block",
+            fontsize=10,
+        )
         fig.tight_layout()
         path = out / f"{stem}.png"
         fig.savefig(path)
@@ -168,10 +222,13 @@ def main(argv: list[str]) -> int:
     try:
         import matplotlib  # noqa: F401  (only to see whether it is installed)
     except ImportError:
-        print(f"plot_occupancy.py: wrote {out / 'curves.csv'}, but drawing the charts needs "
-              "matplotlib, which this Python lacks: install it with "
-              "'python3 -m pip install matplotlib' (or apt-get install python3-matplotlib) "
-              "and run this again.", file=sys.stderr)
+        print(
+            f"plot_occupancy.py: wrote {out / 'curves.csv'}, but drawing the charts needs "
+            "matplotlib, which this Python lacks: install it with "
+            "'python3 -m pip install matplotlib' (or apt-get install python3-matplotlib) "
+            "and run this again.",
+            file=sys.stderr,
+        )
         return 3
     for path in plot(sweeps, args, out, device_name(program, args.preset)):
         print(path)
