@@ -122,7 +122,7 @@ bench: build
 	$(PY) bench/run_bench.py $(if $(OUT),$(OUT),$(BUILD)/bench) --build-dir $(BUILD)
 
 # Staff only: grades a synthetic class serially and with the engine in one run, and prints
-# student-labs per minute and whether every score matched (grader/bench.py).
+# student-labs per minute and whether every score matched (grader/staff/bench.py).
 COPIES ?= 1
 REV ?=
 REPEAT ?= 0

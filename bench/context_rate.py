@@ -10,7 +10,7 @@ By default each process is build/bin/context_probe (create a context, launch one
 Prints, per concurrency, the processes per second and the mean seconds each process took, and
 for the probe the mean of its phases (loading the driver, creating the context, the kernel).
 --connections N sets CUDA_DEVICE_MAX_CONNECTIONS (hardware queues a context; CUDA's default is
-8, the grader's test processes get 1: grader/run.py).
+8, the grader's test processes get 1: grader/pipeline/run.py).
 """
 
 from __future__ import annotations

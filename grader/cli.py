@@ -13,24 +13,20 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
-from .bench import run_bench
-from .build import BuildConfig
-from .collect import find_submissions
+from .confine.sandbox import detect
+from .engine.schedule import visible_gpus
 from .errors import GraderError
-from .gradebooks import KNOWN_IDS, MISSING_CHOICES, GradebookRequest, check_formats, read_roster
-from .handout import generate, make_student_kit
-from .pages import PAGES_FOLDER
-from .pipeline import (
+from .pipeline.build import BuildConfig
+from .pipeline.collect import find_submissions
+from .pipeline.grade import (
     GradeOptions,
     check_lab,
     grade_class,
-    grade_sample_class,
     graded_labs,
     rewrite_class_files,
 )
-from .progress import make_progress
-from .release import make_release
-from .report import (
+from .pipeline.gradebooks import KNOWN_IDS, MISSING_CHOICES, GradebookRequest, check_formats, read_roster
+from .pipeline.report import (
     FILES_HEADING,
     FOLDER_HEADING,
     LOUD,
@@ -39,13 +35,17 @@ from .report import (
     lab_feedback_lines,
     summary_section,
 )
-from .report_pages import pages_available
+from .pipeline.report_pages import pages_available
+from .pipeline.run import TESTS_PER_JUDGE, RunConfig
+from .progress import make_progress
 from .rubric import Kit, Lab, find_kit_root, load_kit
-from .run import TESTS_PER_JUDGE, RunConfig
-from .sandbox import detect
-from .schedule import visible_gpus
+from .staff.bench import run_bench
+from .staff.handout import generate, make_student_kit
+from .staff.mutants import grade_sample_class
+from .staff.pages import PAGES_FOLDER
+from .staff.release import make_release
+from .staff.validate import format_table, run_validate, untested_tests
 from .submit import pack_lab
-from .validate import format_table, run_validate, untested_tests
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the grader's own speed on a synthetic class",
         description="Grades N copies of the sample students serially and with the engine, in "
         "the same run, and prints student-labs per minute, where the time went and whether "
-        "every score matched (grader/bench.py).",
+        "every score matched (grader/staff/bench.py).",
     )
     bench.add_argument("--labs", metavar="LIST", help="comma-separated labs (default: all)")
     bench.add_argument(

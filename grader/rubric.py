@@ -80,7 +80,7 @@ class RubricTest:
 
 @dataclass(frozen=True)
 class ChartSpec:
-    """Charts drawn from the student's code for their feedback (grader/charts.py)."""
+    """Charts drawn from the student's code for their feedback (grader/pipeline/charts.py)."""
 
     target: str
     script: str

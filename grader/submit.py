@@ -2,7 +2,7 @@
 
 The zip holds exactly the lab's student files (the rubric's `student_files`) at their kit paths
 (`labs/02_naive_matmul/naive_matmul.cu`), so it grades as the same files in a folder do. Each
-file goes through the grader's own collect code (grader/collect.py: size, text, the source
+file goes through the grader's own collect code (grader/pipeline/collect.py: size, text, the source
 screen) first: a file the grader would refuse is refused here, with the grader's message, and
 no zip is written. Before that, the lab's public build runs; a build that fails is reported
 loudly but does not stop the zip (a student may hand in unfinished work on purpose).
@@ -14,10 +14,10 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .build import BuildConfig, build_command, configure_command
-from .collect import submission_from_files
+from .confine.proc import run_limited
 from .errors import GraderError
-from .proc import run_limited
+from .pipeline.build import BuildConfig, build_command, configure_command
+from .pipeline.collect import submission_from_files
 from .rubric import Kit, Lab
 
 BUILD_OUTPUT_SHOWN = 20  # lines of the compiler's output shown when the build fails

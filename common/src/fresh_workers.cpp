@@ -1,6 +1,6 @@
 // A test case of a lab's tests meets workers in a known state. The grader may run several test
-// cases in one judge process (grader/run.py, tests_per_process), and a case's verdict must not
-// depend on an earlier case's trouble: after a case that did not pass (a failure, a skip, a
+// cases in one judge process (grader/pipeline/run.py, tests_per_process), and a case's verdict must
+// not depend on an earlier case's trouble: after a case that did not pass (a failure, a skip, a
 // worker that crashed or hung), or one that left the student's worker holding more device memory
 // than it held after its first passing case (a leak, local memory still reserved), the next case
 // starts new workers. After a clean pass they serve the next case too, which spares it the

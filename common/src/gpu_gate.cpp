@@ -12,7 +12,7 @@
 namespace kit {
 namespace {
 
-// The grader's protocol (grader/gate.py): KIT_GPU_GATE="<request fd>,<grant fd>"; write 'A'
+// The grader's protocol (grader/confine/gate.py): KIT_GPU_GATE="<request fd>,<grant fd>"; write 'A'
 // (the GPU alone) or 'P' (the one profiling process on it) and read 'G', write 'R' to give it
 // back.
 struct Gate {

@@ -330,7 +330,7 @@ std::size_t worker_device_memory_cap() { return device_memory_limit() + (std::si
 bool set_default_worker_path(Role role, const char* path) {
   mark_calls_remote();  // a judge, from static initialisation on: before any buffer is made
   // One hardware work queue per CUDA context, as the grader sets for its test processes
-  // (grader/run.py's TEST_ENV says why): make check and CTest's judges, and through their
+  // (grader/pipeline/run.py's TEST_ENV says why): make check and CTest's judges, and through their
   // environment their workers, then make their contexts as fast. Static initialisation makes no
   // CUDA call, so this comes first; a value already set is kept.
   ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 0);

@@ -1,4 +1,4 @@
-// kit::ExclusiveGpu against a stand-in for the grader's gate (grader/gate.py): two pipes.
+// kit::ExclusiveGpu against a stand-in for the grader's gate (grader/confine/gate.py): two pipes.
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.build import BuildConfig
-from grader.pipeline import GradeOptions
+from grader.pipeline.build import BuildConfig
+from grader.pipeline.grade import GradeOptions
+from grader.pipeline.run import RunConfig
 from grader.rubric import Kit, load_kit
-from grader.run import RunConfig
 
 FAKES = Path(__file__).parent / "fakes"
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import io
 
-from grader.charts import Charts
-from grader.collect import Refusal
-from grader.run import Status
-from grader.score import NOT_SUBMITTED, LabScore, SubmissionScore, masks_in, without_masks
-from grader.score import TestScore as Scored
+from grader.pipeline.charts import Charts
+from grader.pipeline.collect import Refusal
+from grader.pipeline.run import Status
+from grader.pipeline.score import NOT_SUBMITTED, LabScore, SubmissionScore, masks_in, without_masks
+from grader.pipeline.score import TestScore as Scored
 
 HIDDEN_TEST = "result matches the host reference on hidden widths"
 HALF_TILE = (

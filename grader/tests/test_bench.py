@@ -2,10 +2,10 @@
 
 import json
 
-from grader import score as scoring
-from grader.bench import run_bench, score_differences, synthetic_class
-from grader.run import Status
-from grader.score import LabScore, SubmissionScore
+from grader.pipeline import score as scoring
+from grader.pipeline.run import Status
+from grader.pipeline.score import LabScore, SubmissionScore
+from grader.staff.bench import run_bench, score_differences, synthetic_class
 
 
 def test_copies_differ_so_that_the_cache_shares_nothing(fake_kit):

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.build import (
+from grader.engine.schedule import Scheduler
+from grader.errors import GraderError
+from grader.pipeline.build import (
     BuildCache,
     BuildConfig,
     build_command,
@@ -16,9 +18,7 @@ from grader.build import (
     configure_command,
     trim_log,
 )
-from grader.errors import GraderError
-from grader.harness import harness_targets, prepare_harness
-from grader.schedule import Scheduler
+from grader.pipeline.harness import harness_targets, prepare_harness
 
 
 def harness_for(fake_kit, tmp_path, config=None):
@@ -214,8 +214,8 @@ def test_trim_log_keeps_the_errors_with_context_or_else_the_tail():
 
 
 def test_a_students_compile_in_the_sandbox_reads_the_kit_headers_and_nothing_hidden(tmp_path):
-    from grader.harness import CompileRecipe
-    from grader.sandbox import detect
+    from grader.confine.sandbox import detect
+    from grader.pipeline.recipes import CompileRecipe
 
     secret, include, harness = tmp_path / "solutions", tmp_path / "include", tmp_path / "harness"
     for folder in (secret, include, harness):
@@ -247,8 +247,8 @@ def test_a_students_compile_in_the_sandbox_reads_the_kit_headers_and_nothing_hid
 def test_a_compile_whose_include_folders_are_in_a_response_file_reads_them_confined(tmp_path):
     # CMake's Makefile generator (no ninja) puts include folders in a response file named
     # relative to the build folder, which a confined compile cannot see: the recipe inlines it.
-    from grader.harness import _argv
-    from grader.sandbox import detect
+    from grader.confine.sandbox import detect
+    from grader.pipeline.harness import _argv
 
     include, harness = tmp_path / "include", tmp_path / "harness"
     include.mkdir()
@@ -266,7 +266,7 @@ def test_a_compile_whose_include_folders_are_in_a_response_file_reads_them_confi
     check = detect((harness,))
     if check.sandbox is None:
         pytest.skip(f"no sandbox here: {check.reason}")
-    from grader.harness import CompileRecipe
+    from grader.pipeline.recipes import CompileRecipe
 
     recipe = CompileRecipe("student.cpp", tuple(argv), harness, "student.cpp", "student.o")
     confined = BuildCache(tmp_path / "cache", Scheduler(1, [], 1), BuildConfig(), check.sandbox)

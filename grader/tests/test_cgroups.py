@@ -1,4 +1,4 @@
-"""Per-test cgroups (grader/cgroups.py): a test's processes together stay under the memory and
+"""Per-test cgroups (grader/confine/cgroups.py): a test's processes together stay under the memory and
 process limits, and the cgroup is gone when the test ends. Runs where cgroups can be set up (as
 root on this machine's cgroup v1, CI included); skipped with the reason elsewhere."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.cgroups import Limits, detect
-from grader.proc import run_limited
+from grader.confine.cgroups import Limits, detect
+from grader.confine.proc import run_limited
 
 
 def cgroups_or_skip(limits: Limits):
@@ -92,7 +92,7 @@ def test_folders_left_by_a_killed_grader_are_removed_by_the_next_run(tmp_path):
 
 
 def test_a_test_whose_cgroup_cannot_be_made_runs_without_one_instead_of_stopping_the_class(tmp_path):
-    from grader.cgroups import Cgroups
+    from grader.confine.cgroups import Cgroups
 
     gone = Cgroups((tmp_path / "hierarchy-gone" / "kit-grader-1",), 2, Limits())
     with gone.for_test() as cgroup:
@@ -115,7 +115,7 @@ def fake_v2_tree(tmp_path: Path, levels: dict[str, tuple[str, str]]) -> Path:
 
 
 def detect_in(tmp_path: Path, root: Path, own: str, monkeypatch):
-    import grader.cgroups as cgroups
+    import grader.confine.cgroups as cgroups
 
     # Plain folders cannot take a process: the trial run is the real hierarchy's test.
     monkeypatch.setattr(cgroups, "_tried", lambda made: cgroups.CgroupCheck(made))
@@ -173,7 +173,7 @@ def test_the_sweep_of_stale_folders_never_kills_a_process_and_a_swept_grader_mak
 ):
     import subprocess
 
-    from grader.cgroups import join
+    from grader.confine.cgroups import join
 
     first = cgroups_or_skip(Limits())
     first.close()
@@ -228,9 +228,9 @@ def test_memory_and_swap_together_are_limited_where_v1_counts_swap(tmp_path):
 
 def test_a_students_compile_runs_in_a_cgroup_of_its_own(tmp_path):
     """The compiler reads the student's source, which can make it use any amount of memory: each
-    compile and link of a submission runs in a test-like cgroup (grader/build.py's BuildCache)."""
-    from grader.build import BuildCache, BuildConfig
-    from grader.schedule import Scheduler
+    compile and link of a submission runs in a test-like cgroup (grader/pipeline/build.py's BuildCache)."""
+    from grader.engine.schedule import Scheduler
+    from grader.pipeline.build import BuildCache, BuildConfig
 
     cgroups = cgroups_or_skip(Limits())
     cache = BuildCache(tmp_path / "cache", Scheduler(1, [], 1), BuildConfig(), cgroups=cgroups)

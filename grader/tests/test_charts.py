@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from grader.build import BuildConfig
-from grader.charts import draw_charts, without_paths
 from grader.errors import GraderError
-from grader.report import feedback_text, write_submission_report
+from grader.pipeline.build import BuildConfig
+from grader.pipeline.charts import draw_charts, without_paths
+from grader.pipeline.report import feedback_text, write_submission_report
+from grader.pipeline.score import LabScore, SubmissionScore
 from grader.rubric import load_rubric
-from grader.score import LabScore, SubmissionScore
 
 RUBRIC = """\
 [lab]
@@ -135,8 +135,8 @@ PLOTS_WHAT_IT_CAN = """\
 def test_the_chart_step_runs_confined_with_a_scrubbed_environment_and_keeps_only_plain_pngs(
     tmp_path: Path, monkeypatch
 ) -> None:
-    from grader.charts import plot_charts
-    from grader.sandbox import detect
+    from grader.confine.sandbox import detect
+    from grader.pipeline.charts import plot_charts
 
     check = detect((tmp_path / "hidden",))
     if check.sandbox is None:

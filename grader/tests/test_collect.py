@@ -13,7 +13,8 @@ from typing import Literal
 
 import pytest
 
-from grader.collect import (
+from grader.errors import GraderError
+from grader.pipeline.collect import (
     MAX_DEPTH,
     MAX_ENTRIES,
     MAX_FILE_BYTES,
@@ -25,7 +26,6 @@ from grader.collect import (
     student_id_for,
     upload_of,
 )
-from grader.errors import GraderError
 from grader.rubric import find_kit_root, load_kit
 
 GOOD = b'#include "demo.h"\nint demo_host(int width) { return width; }\n'

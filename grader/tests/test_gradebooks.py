@@ -1,4 +1,4 @@
-"""The LMS import files (grader/gradebooks.py), each checked against a roster laid out as its
+"""The LMS import files (grader/pipeline/gradebooks.py), each checked against a roster laid out as its
 LMS's documentation lays out its export (docs/instructors.md, "Gradebooks for an LMS", cites
 each): which rows, which columns, what a student with no submission gets, and what is said of a
 submission no roster row names."""
@@ -11,14 +11,21 @@ from pathlib import Path
 import pytest
 
 from grader import cli
-from grader.collect import LMS_GRADEBOOKS
 from grader.errors import GraderError
-from grader.gradebooks import FORMATS, GradebookRequest, check_formats, match, read_roster, write_gradebooks
-from grader.report import FILES_HEADING, summary_section
+from grader.pipeline.collect import LMS_GRADEBOOKS
+from grader.pipeline.gradebooks import (
+    FORMATS,
+    GradebookRequest,
+    check_formats,
+    match,
+    read_roster,
+    write_gradebooks,
+)
+from grader.pipeline.report import FILES_HEADING, summary_section
+from grader.pipeline.run import Status
+from grader.pipeline.score import LabScore, SubmissionScore
+from grader.pipeline.score import TestScore as Scored
 from grader.rubric import Lab, RubricTest
-from grader.run import Status
-from grader.score import LabScore, SubmissionScore
-from grader.score import TestScore as Scored
 
 LABS = [
     Lab(
@@ -182,7 +189,7 @@ def test_the_cli_refuses_a_gradebook_without_a_roster_before_grading(tmp_path, c
 def test_the_summary_names_the_files_and_the_submissions_left_out(tmp_path):
     roster_file = tmp_path / "moodle.csv"
     roster_file.write_text(MOODLE_EXPORT, encoding="utf-8")
-    from grader.pipeline import write_class_files
+    from grader.pipeline.grade import write_class_files
 
     request = GradebookRequest(["moodle"], read_roster(roster_file, None))
     write_class_files(tmp_path, scores(), LABS, (), request)

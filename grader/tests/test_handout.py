@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from grader.errors import GraderError
-from grader.handout import generate, make_skeleton, make_student_kit
+from grader.staff.handout import generate, make_skeleton, make_student_kit
 
 SOURCE = Path("solutions/02_demo/demo.cu")
 

@@ -22,16 +22,16 @@ from pathlib import Path
 
 import pytest
 
-from grader.build import BuildConfig
-from grader.collect import find_submissions, student_id_for
-from grader.mutants import reference_files
-from grader.pipeline import GradeOptions, grade_class
+from grader.confine.sandbox import detect
+from grader.engine.schedule import visible_gpus
+from grader.pipeline.build import BuildConfig
+from grader.pipeline.collect import find_submissions, student_id_for
+from grader.pipeline.grade import GradeOptions, grade_class
+from grader.pipeline.run import RunConfig
+from grader.pipeline.score import LabScore
 from grader.progress import QuietProgress
 from grader.rubric import find_kit_root, load_kit
-from grader.run import RunConfig
-from grader.sandbox import detect
-from grader.schedule import visible_gpus
-from grader.score import LabScore
+from grader.staff.mutants import reference_files
 
 KIT_ROOT = find_kit_root()
 LAB02 = "labs/02_naive_matmul/naive_matmul.cu"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.inspect import ObjectTools, inspect_objects
+from grader.confine.inspect import ObjectTools, inspect_objects
 
 CASES = Path(__file__).parent / "inspect_cases"
 KIT = Path(__file__).resolve().parents[2]
@@ -72,7 +72,7 @@ def test_both_code_that_runs_before_main_is_counted(compiled):
 
 
 def test_the_c_library_of_the_accepted_headers_is_allowed_but_not_files_or_processes():
-    from grader.inspect import Symbol, allowed_use
+    from grader.confine.inspect import Symbol, allowed_use
 
     for name in ("malloc", "free", "strtol", "qsort", "abs"):
         assert allowed_use(Symbol(name, name, "U")), name

@@ -11,12 +11,12 @@ import subprocess
 
 import pytest
 
-from grader.build import BuildConfig
-from grader.collect import submission_from_files
-from grader.mutants import reference_files
-from grader.pipeline import GradeOptions, grade_submission
+from grader.pipeline.build import BuildConfig
+from grader.pipeline.collect import submission_from_files
+from grader.pipeline.grade import GradeOptions, grade_submission
+from grader.pipeline.run import RunConfig
 from grader.rubric import find_kit_root, load_kit
-from grader.run import RunConfig
+from grader.staff.mutants import reference_files
 
 KIT_ROOT = find_kit_root()
 RUBRIC = KIT_ROOT / "labs" / "02_naive_matmul" / "rubric.toml"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.run import RunConfig, Status, list_tests, run_test
-from grader.sandbox import detect, tool_folders
+from grader.confine.sandbox import detect, tool_folders
+from grader.pipeline.run import RunConfig, Status, list_tests, run_test
 
 BUILD = Path(os.environ.get("KIT_BUILD_DIR", "/nonexistent"))
 KIT_ROOT = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from grader.pipeline.run import ALONE_TAG, RunConfig, list_tests
 from grader.rubric import check_rubric_against_listing, find_kit_root, load_kit
-from grader.run import ALONE_TAG, RunConfig, list_tests
 
 KINDS = {"correctness", "performance", "safety", "resources", "concepts"}
 BUILD = os.environ.get("KIT_BUILD_DIR", "")
@@ -45,19 +45,19 @@ def test_every_rubric_matches_its_executable_and_tags_follow_the_rules(lab, tmp_
             )
         elif "gpu" in tags:
             assert "performance" not in tags and not TOOL_IN_NAME.search(test.name), (
-                f"{test.name!r} measures or runs a sanitizer: tag it [{ALONE_TAG}] (grader/run.py)"
+                f"{test.name!r} measures or runs a sanitizer: tag it [{ALONE_TAG}] (grader/pipeline/run.py)"
             )
     for name in gpu_tests_that_must_run_alone(lab):
         tags = next(set(test.tags) for test in listed if test.name == name)
         assert ALONE_TAG in tags, (
             f"{name!r} runs a sanitizer or profiler, times kernels or counts the worker's device "
-            f"memory: tag it [{ALONE_TAG}] (grader/run.py)"
+            f"memory: tag it [{ALONE_TAG}] (grader/pipeline/run.py)"
         )
 
 
 # What a test's name ends with when it runs a sanitizer, and what in its body shows it runs a tool
 # over the student's code, times kernels or counts the worker's device memory: the tests that
-# must not share a judge process with others (grader/run.py, ALONE_TAG).
+# must not share a judge process with others (grader/pipeline/run.py, ALONE_TAG).
 TOOL_IN_NAME = re.compile(r"under (racecheck|synccheck|memcheck|initcheck)$")
 NEEDS_ALONE = re.compile(
     r"sanitizer|profiler::|check_tiled_global_loads|SpeedComparison|racecheck|synccheck|memcheck"

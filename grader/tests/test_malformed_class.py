@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.mutants import reference_files
-from grader.report import finished_score
+from grader.confine.sandbox import detect
+from grader.pipeline.report import finished_score
+from grader.pipeline.score import LabScore
 from grader.rubric import find_kit_root, load_kit
-from grader.sandbox import detect
-from grader.score import LabScore
+from grader.staff.mutants import reference_files
 from grader.tests.test_collect import deep_folder, remove_deep_folder, tar_header
 
 KIT_ROOT = find_kit_root()

@@ -3,7 +3,8 @@
 import pytest
 
 from grader.errors import GraderError
-from grader.mutants import (
+from grader.rubric import find_kit_root, load_kit
+from grader.staff.mutants import (
     find_mutants,
     load_mutants,
     load_skeleton,
@@ -11,7 +12,6 @@ from grader.mutants import (
     strip_markers,
     write_sample_class,
 )
-from grader.rubric import find_kit_root, load_kit
 
 
 def declare(fake_kit, text: str):

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from grader.errors import GraderError
-from grader.pages import chromium_command, find_chromium, kit_pages, render_pages
 from grader.rubric import find_kit_root, load_kit
+from grader.staff.pages import chromium_command, find_chromium, kit_pages, render_pages
 
 pytest.importorskip("markdown", reason="Python-Markdown is not installed (make setup-dev installs it)")
 
@@ -171,7 +171,7 @@ def test_a_write_ups_images_are_copied_and_its_links_lead_to_pages_or_kit_files(
     # The kit's write-ups have no figures yet: this one shows how one is carried to the pages.
     import markdown
 
-    from grader.pages import Page, _relink
+    from grader.staff.pages import Page, _relink
 
     root = tmp_path / "kit"
     lab = root / "labs" / "01_a"

@@ -1,4 +1,4 @@
-"""pipeline.py and cli.py end to end, on the fake kit with the fake cmake and Catch2."""
+"""pipeline/grade.py and cli.py end to end, on the fake kit with the fake cmake and Catch2."""
 
 import csv
 import io
@@ -12,19 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from grader import cli, pipeline
-from grader.collect import CLASS_FILES, LMS_GRADEBOOKS, collect_submission
+from grader import cli
+from grader.confine.proc import ProcessResult, run_limited
+from grader.engine.schedule import Need, Scheduler, Stopped
 from grader.errors import GraderError
-from grader.mutants import sample_students
-from grader.pipeline import check_lab, grade_class, grade_submission, stoppable_pool
-from grader.proc import ProcessResult, run_limited
+from grader.pipeline import grade as pipeline
+from grader.pipeline.collect import CLASS_FILES, LMS_GRADEBOOKS, collect_submission
+from grader.pipeline.grade import check_lab, grade_class, grade_submission, stoppable_pool
+from grader.pipeline.report import LOUD, check_lines
+from grader.pipeline.report_pages import DASHBOARD_PAGE, FEEDBACK_PAGE, pages_available
+from grader.pipeline.score import CheckResult
 from grader.progress import PlainProgress, QuietProgress
-from grader.report import LOUD, check_lines
-from grader.report_pages import DASHBOARD_PAGE, FEEDBACK_PAGE, pages_available
-from grader.schedule import Need, Scheduler, Stopped
-from grader.score import CheckResult
+from grader.staff.mutants import sample_students
+from grader.staff.validate import run_validate, untested_tests
 from grader.tests.conftest import LAB02_TESTS, LAB03_TESTS
-from grader.validate import run_validate, untested_tests
 
 GOOD_02 = b'#include "demo.h"\nint demo_host(int width) { return width; }\n'
 GOOD_03 = b'#include "other.h"\nint other() { return 3; }\n'
@@ -459,7 +460,7 @@ def test_every_command_has_help(command, capsys):
 
 
 def test_grading_without_a_gpu_builds_for_one_architecture_unless_told_otherwise():
-    from grader.build import BuildConfig
+    from grader.pipeline.build import BuildConfig
 
     build, note = cli.build_for_this_machine(BuildConfig(), [])
     assert build.cuda_arch == cli.NO_GPU_CUDA_ARCH and "no GPU here" in note

@@ -1,4 +1,4 @@
-"""run_limited's start of a process (grader/proc.py): the compiled launcher (grader/launch.c)
+"""run_limited's start of a process (grader/confine/proc.py): the compiled launcher (grader/confine/launch.c)
 sets the limits and joins the cgroup, so that no process start forks the grader; where it
 cannot be compiled, a preexec_fn does the same."""
 
@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-import grader.proc as proc
-from grader.proc import compile_helper, launcher, run_limited
+import grader.confine.proc as proc
+from grader.confine.proc import compile_helper, launcher, run_limited
 
 LIMITS_SCRIPT = "ulimit -c; ulimit -t; ulimit -n; ulimit -f"  # core, CPU s, files, file 512-byte blocks
 
@@ -80,8 +80,9 @@ def test_the_launcher_refuses_a_limit_it_cannot_set_with_exit_126(launch, argume
 
 
 def test_a_helper_that_does_not_compile_says_why(tmp_path):
-    source = tmp_path / "broken.c"
+    source = tmp_path / "confine" / "broken.c"
+    source.parent.mkdir()
     source.write_text("int main(void) { return syntax error; }\n")
     helper, problem = compile_helper(source)
     assert helper is None
-    assert problem.startswith("could not compile grader/broken.c (")
+    assert problem.startswith("could not compile grader/confine/broken.c (")

@@ -18,13 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from grader.build import BuildConfig
-from grader.collect import find_submissions
 from grader.errors import GraderError
-from grader.mutants import reference_files
-from grader.pipeline import GradeOptions, grade_class
+from grader.pipeline.build import BuildConfig
+from grader.pipeline.collect import find_submissions
+from grader.pipeline.grade import GradeOptions, grade_class
+from grader.pipeline.run import RunConfig
 from grader.progress import QuietProgress
-from grader.release import (
+from grader.rubric import find_kit_root, load_kit
+from grader.staff.mutants import reference_files
+from grader.staff.release import (
     ARCHIVE,
     KIT_FOLDER,
     check_rubrics,
@@ -33,8 +35,6 @@ from grader.release import (
     make_release,
     solution_regions,
 )
-from grader.rubric import find_kit_root, load_kit
-from grader.run import RunConfig
 from grader.submit import pack_lab, zip_name
 
 KIT = load_kit(find_kit_root())

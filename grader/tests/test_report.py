@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from grader import report
-from grader.collect import Refusal
-from grader.report import (
+from grader.pipeline import report
+from grader.pipeline.collect import Refusal
+from grader.pipeline.report import (
     feedback_text,
     gpu_skip_notice,
     grouped_hints,
@@ -17,9 +17,9 @@ from grader.report import (
     write_gradebook,
     write_submission_report,
 )
-from grader.run import Status
-from grader.score import LabScore, SubmissionScore
-from grader.score import TestScore as Scored  # not named Test*, which pytest would collect
+from grader.pipeline.run import Status
+from grader.pipeline.score import LabScore, SubmissionScore
+from grader.pipeline.score import TestScore as Scored  # not named Test*, which pytest would collect
 
 GRADESCOPE_TOP_KEYS = {
     "score",

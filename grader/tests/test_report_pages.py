@@ -1,4 +1,4 @@
-"""feedback.html and dashboard.html (grader/report_pages.py): what they show, what they never
+"""feedback.html and dashboard.html (grader/pipeline/report_pages.py): what they show, what they never
 show, and, where Chromium is installed, how a browser renders them (screenshots kept under
 KIT_PAGES_OUT when it is set)."""
 
@@ -14,9 +14,9 @@ import pytest
 
 pytest.importorskip("jinja2", reason="Jinja2 is not installed (pip install jinja2)")
 
-from grader.collect import Refusal  # noqa: E402
-from grader.pages import chromium_command, find_chromium  # noqa: E402
-from grader.report_pages import dashboard_html, dashboard_view, feedback_html, heat_map  # noqa: E402
+from grader.pipeline.collect import Refusal  # noqa: E402
+from grader.pipeline.report_pages import dashboard_html, dashboard_view, feedback_html, heat_map  # noqa: E402
+from grader.staff.pages import chromium_command, find_chromium  # noqa: E402
 from grader.tests import page_samples as samples  # noqa: E402
 from grader.tests.test_pages import _kept  # noqa: E402
 

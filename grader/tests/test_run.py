@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from grader.confine.proc import ProcessResult, kill_started_groups, run_limited
 from grader.errors import GraderError
-from grader.proc import ProcessResult, kill_started_groups, run_limited
-from grader.run import RunConfig, list_tests, outcome_from, parse_listing, run_test, scrubbed_env
-from grader.score import names_a_cause
+from grader.pipeline.run import RunConfig, list_tests, outcome_from, parse_listing, run_test, scrubbed_env
+from grader.pipeline.score import names_a_cause
 
 from .conftest import write_fake_catch2
 
@@ -252,7 +252,7 @@ def test_a_limit_without_end_starts_the_process_with_cpu_time_unbounded(tmp_path
     # --timeout inf: the CPU-time limit (twice the wall limit) would overflow; it is left unset.
     import resource
 
-    from grader.proc import run_limited
+    from grader.confine.proc import run_limited
 
     own = resource.getrlimit(resource.RLIMIT_CPU)[0]
     done = run_limited(["/bin/sh", "-c", "ulimit -t"], cwd=tmp_path, timeout=float("inf"), output_limit=1024)
@@ -261,7 +261,7 @@ def test_a_limit_without_end_starts_the_process_with_cpu_time_unbounded(tmp_path
 
 
 def test_only_a_test_that_ran_out_of_memory_through_others_runs_again():
-    from grader.run import Outcome, Status, ran_out_of_device_memory
+    from grader.pipeline.run import Outcome, Status, ran_out_of_device_memory
 
     failed = Outcome("t", Status.FAILED, messages=["cudaMalloc failed: out of memory"], needs_gpu=True)
     assert ran_out_of_device_memory(failed)
@@ -280,7 +280,7 @@ def test_only_a_test_that_ran_out_of_memory_through_others_runs_again():
 
 
 def test_a_labs_runs_alone_on_the_gpu_are_few():
-    from grader.run import RERUNS_PER_LAB, RerunBudget
+    from grader.pipeline.run import RERUNS_PER_LAB, RerunBudget
 
     budget = RerunBudget()
     assert [budget.take() for _ in range(RERUNS_PER_LAB + 3)] == [True] * RERUNS_PER_LAB + [False] * 3

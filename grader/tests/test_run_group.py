@@ -1,4 +1,4 @@
-"""A split lab's [gpu] tests, several to a judge process (grader/run.py, run_test_group): each
+"""A split lab's [gpu] tests, several to a judge process (grader/pipeline/run.py, run_test_group): each
 keeps its own result, and whatever the shared process does not settle runs alone."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from grader.run import ListedTest, RunConfig, Status, run_tests
-from grader.schedule import Scheduler
+from grader.engine.schedule import Scheduler
+from grader.pipeline.run import ListedTest, RunConfig, Status, run_tests
 
 from .conftest import write_fake_catch2
 

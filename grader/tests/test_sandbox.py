@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import pipeline
-from grader import sandbox as sandbox_module
+from grader.confine import sandbox as sandbox_module
+from grader.confine.sandbox import Sandbox, SandboxCheck, build_init, detect
 from grader.errors import GraderError
-from grader.run import WORKER_SCRATCH_BYTES, RunConfig, run_test
-from grader.sandbox import Sandbox, SandboxCheck, build_init, detect
+from grader.pipeline import grade as pipeline
+from grader.pipeline.run import WORKER_SCRATCH_BYTES, RunConfig, run_test
 
 from .conftest import write_fake_catch2
 
@@ -194,12 +194,13 @@ def test_the_init_is_compiled_once_per_version_of_its_source(tmp_path, monkeypat
 
 
 def test_an_init_that_does_not_compile_leaves_no_sandbox_and_says_why(tmp_path, monkeypatch):
-    source = tmp_path / "sandbox_init.c"
+    source = tmp_path / "confine" / "sandbox_init.c"
+    source.parent.mkdir()
     source.write_text("int main(void) { return syntax error; }\n")
     monkeypatch.setattr(sandbox_module, "INIT_SOURCE", source)
     check = detect()
     assert check.sandbox is None
-    assert check.reason.startswith("could not compile grader/sandbox_init.c (")
+    assert check.reason.startswith("could not compile grader/confine/sandbox_init.c (")
 
 
 def test_a_setup_failure_inside_the_sandbox_is_exit_code_125_with_the_reason(sandbox, tmp_path):

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.run import ListedTest, RunConfig, run_tests
-from grader.schedule import Need, Scheduler, Stopped, need_for_tags
+from grader.engine.schedule import Need, Scheduler, Stopped, need_for_tags
+from grader.pipeline.run import ListedTest, RunConfig, run_tests
 
 from .conftest import write_fake_catch2
 
@@ -642,7 +642,7 @@ def processes_naming(folder: Path) -> list[str]:
 def grade_command(fake_kit, klass: Path, out: Path) -> list[str]:
     code = (
         "import sys; from grader import cli;"
-        "from grader.build import BuildConfig; from grader.run import RunConfig;"
+        "from grader.pipeline.build import BuildConfig; from grader.pipeline.run import RunConfig;"
         f"cli._configs = lambda args: (BuildConfig(cmake={str(fake_kit.cmake)!r}, generator=None,"
         " jobs=1, timeout=30),"
         " RunConfig(timeout=10));"

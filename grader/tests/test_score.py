@@ -4,10 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.build import BuildResult
-from grader.rubric import PartialCredit, RubricTest
-from grader.run import LAUNCH_HINT, REGISTER_LIMIT_HINT, Outcome, Status
-from grader.score import (
+from grader.pipeline.build import BuildResult
+from grader.pipeline.run import LAUNCH_HINT, REGISTER_LIMIT_HINT, Outcome, Status
+from grader.pipeline.score import (
     OBSERVATION_MARK,
     FixFirst,
     fix_first,
@@ -16,7 +15,8 @@ from grader.score import (
     score_lab,
     score_test,
 )
-from grader.score import TestScore as Scored  # not named Test*, which pytest would collect
+from grader.pipeline.score import TestScore as Scored  # not named Test*, which pytest would collect
+from grader.rubric import PartialCredit, RubricTest
 
 SPEED = RubricTest("kernel speed", 10, partial=PartialCredit("time_ratio", full_at=1.25, zero_at=3.0))
 PLAIN = RubricTest("result matches", 15, hint="README section 3.")

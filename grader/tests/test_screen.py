@@ -2,7 +2,7 @@
 
 import pytest
 
-from grader.screen import screen_source
+from grader.confine.screen import screen_source
 
 HEADERS = {"naive_matmul.h"}
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from grader.collect import Submission
 from grader.errors import GraderError
-from grader.stage import stage_submission
+from grader.pipeline.collect import Submission
+from grader.pipeline.stage import stage_submission
 
 
 def test_the_students_files_of_the_graded_labs_are_written_and_nothing_else(fake_kit, tmp_path):

@@ -2,9 +2,9 @@
 
 import pytest
 
-from grader.schedule import Span
-from grader.timeline import build_timeline, plot_timeline
-from grader.usage import Usage
+from grader.engine.schedule import Span
+from grader.engine.timeline import build_timeline, plot_timeline
+from grader.engine.usage import Usage
 
 
 def test_a_parked_process_is_not_counted_as_running_and_idle_time_is_measured():

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from grader.usage import Usage, UsageSampler, parse_gpu_line, read_cpu_times
+from grader.engine.usage import Usage, UsageSampler, parse_gpu_line, read_cpu_times
 
 
 def test_cpu_times_are_busy_and_total_jiffies_without_idle_and_iowait(tmp_path):

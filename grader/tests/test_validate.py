@@ -1,10 +1,10 @@
 """validate.py: verdicts from (fake) grading results, and the table."""
 
-from grader.mutants import Mutant, Skeleton
-from grader.run import Status
-from grader.score import LabScore
-from grader.score import TestScore as Scored  # not named Test*, which pytest would collect
-from grader.validate import FAIL, OK, format_table, judge_mutant, judge_reference, judge_skeleton
+from grader.pipeline.run import Status
+from grader.pipeline.score import LabScore
+from grader.pipeline.score import TestScore as Scored  # not named Test*, which pytest would collect
+from grader.staff.mutants import Mutant, Skeleton
+from grader.staff.validate import FAIL, OK, format_table, judge_mutant, judge_reference, judge_skeleton
 
 GPU_SKIP = "not run: no usable GPU: cudaGetDeviceCount failed"
 

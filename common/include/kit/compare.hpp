@@ -25,10 +25,10 @@ struct Alternative {
 struct Comparison {
   bool ok = true;
   std::string report;  // empty when ok; lines of detail, then lines starting with "hint:"
-  // Which elements were wrong, for the grader's heat map (grader/report_pages.py): a line
+  // Which elements were wrong, for the grader's heat map (grader/pipeline/report_pages.py): a line
   // "kit-mask RxC rxc marks", P in at most 32 x 32 cells, each the worst of its block (u never
   // written, n NaN or infinite, x wrong, . right). Empty when ok. No report shows it: the grader
-  // takes it out of the test's messages (grader/score.py).
+  // takes it out of the test's messages (grader/pipeline/score.py).
   std::string mask;
 };
 
@@ -38,8 +38,8 @@ struct Comparison {
 std::string failure_message(const Comparison& cmp);
 
 // What marks a hint that says only what was observed, no cause (case aside): the grader never
-// leads a lab's feedback with one (grader/score.py, OBSERVATION_MARK), and check_matmul maps
-// the terms (kit/term_map.hpp) where every hint of a failure is one.
+// leads a lab's feedback with one (grader/pipeline/score.py, OBSERVATION_MARK), and check_matmul
+// maps the terms (kit/term_map.hpp) where every hint of a failure is one.
 inline constexpr const char* kObservationMark = "the kit cannot tell";
 // How that hint begins when no known mistake reproduces the values.
 inline constexpr const char* kCannotTellWhy = "the kit cannot tell why from the values";

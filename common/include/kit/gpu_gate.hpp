@@ -4,8 +4,8 @@
 // The grader runs test processes of several submissions on one GPU at once. A test that
 // measures holds an ExclusiveGpu for as long as its measurement lasts; under the grader the
 // constructor asks for the GPU and waits until every other process on it has finished or is
-// waiting too (grader/gate.py says how), and the destructor gives it back. Holds nest: only the
-// outermost one asks. Outside the grader (ctest, a student running a test by hand) nothing is
+// waiting too (grader/confine/gate.py says how), and the destructor gives it back. Holds nest: only
+// the outermost one asks. Outside the grader (ctest, a student running a test by hand) nothing is
 // asked and nothing waits: the process is then the only one the kit runs on the GPU.
 //
 // A count of Nsight Compute (the locality tests' global loads) needs less: ncu's count of a

@@ -2,7 +2,7 @@
 // compute-sanitizer's synccheck runs the lab's probe and reports a barrier that some threads of
 // a block reached and others did not (an early return, a barrier inside an if that depends on
 // the thread). Such a kernel's results are undefined, so its values prove nothing: this test's
-// cause is the one a student's feedback names first (grader/score.py, HAZARD_TESTS).
+// cause is the one a student's feedback names first (grader/pipeline/score.py, HAZARD_TESTS).
 //
 // What synccheck sees on Hopper (measured on an H200 with three small kernels;
 // bench/RESULTS.md, "Shared memory and barriers"): a barrier that only some threads of a warp

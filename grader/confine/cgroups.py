@@ -1,6 +1,6 @@
 """Memory and process limits for each test process of student code, with a cgroup per test.
 
-A confined test (grader/sandbox.py) already cannot outlive its test, see the grader's files or
+A confined test (grader/confine/sandbox.py) already cannot outlive its test, see the grader's files or
 reach the network. What a PID namespace and rlimits cannot bound is how much memory the test
 and its children take together (RLIMIT_AS breaks CUDA, which reserves far more address space
 than it uses) and how many processes it starts (RLIMIT_NPROC does not bind root, and counts
@@ -16,7 +16,7 @@ every process of the user, not of the test). A cgroup bounds both for the test's
 - cgroup v1 (a hierarchy per controller): the same folders in the memory and pids hierarchies.
 
 The test process joins its cgroup before it executes anything (run_limited's launcher,
-grader/launch.c), so every process it starts is counted. Where neither can be set up (no right
+grader/confine/launch.c), so every process it starts is counted. Where neither can be set up (no right
 to write the hierarchy, the controllers not delegated), `detect` says why; the grader then says
 so once and grades with the other limits (docs/design/confinement.md, "Confinement").
 """

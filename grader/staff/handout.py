@@ -27,8 +27,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import GraderError
-from .rubric import Kit
+from ..errors import GraderError
+from ..rubric import Kit
 
 # Never copied into a student kit: version control, builds and grades, environments and caches.
 SKIPPED_AT_TOP = ("build*", "grades", ".venv", "venv", ".git")

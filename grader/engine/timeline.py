@@ -1,4 +1,4 @@
-"""The benchmark's timeline of a grading pass, from the scheduler's spans (grader/schedule.py):
+"""The benchmark's timeline of a grading pass, from the scheduler's spans (grader/engine/schedule.py):
 how many processes ran on the GPUs and the CPUs at each moment, when windows were open and
 how long the GPUs sat idle, as figures and as a chart (timeline.png) a person reads at a glance.
 """

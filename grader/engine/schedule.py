@@ -9,7 +9,7 @@ processes, and windows in which one test process has its GPU to itself.
   submissions share a GPU this way.
 - A measurement that the whole device sees (a kernel's time, the device's free memory) needs
   the GPU to itself, but only while it measures: the process asks for a window through its
-  GPU gate (grader/gate.py) and waits, parked, holding neither slot. Emptying a GPU costs the
+  GPU gate (grader/confine/gate.py) and waits, parked, holding neither slot. Emptying a GPU costs the
   time of its longest running test, so windows are batched: a request waits while GPU jobs are
   queued, and is granted when the GPU falls idle; at its drain time its lane drains (no new job
   starts there), and every window asked for on the lane is granted, one after the other, before
@@ -44,7 +44,7 @@ from enum import Enum
 
 
 class Stopped(Exception):
-    """The run was stopped (Ctrl-C, grader/pipeline.py's stop_run): no new process starts.
+    """The run was stopped (Ctrl-C, grader/pipeline/grade.py's stop_run): no new process starts.
     Not a GraderError: nothing graded after it is reported."""
 
 
@@ -115,7 +115,7 @@ class Span:
 @dataclass
 class SchedulerStats:
     """What the benchmark reports: how many jobs and windows there were, the most at once, and
-    the timeline (grader/bench.py draws it)."""
+    the timeline (grader/staff/bench.py draws it)."""
 
     started: dict[str, int] = field(default_factory=dict)
     most_at_once: dict[str, int] = field(default_factory=dict)
@@ -157,7 +157,7 @@ class Scheduler:
         self._changed = threading.Condition()
         self.stats = SchedulerStats()
         # Without a GPU lane, once a [gpu] test has skipped itself for want of a GPU: why later
-        # ones are reported skipped without starting a process (grader/run.py).
+        # ones are reported skipped without starting a process (grader/pipeline/run.py).
         self.no_gpu_reason: str | None = None
 
     @property

@@ -7,10 +7,10 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..rubric import Lab, RubricTest
 from .build import BuildResult
 from .charts import Charts
 from .collect import Refusal
-from .rubric import Lab, RubricTest
 from .run import REGISTER_LIMIT_HINT, Outcome, Status
 
 MESSAGES_KEPT = 8  # failure messages shown per test; the hints come first anyway
@@ -85,7 +85,7 @@ class SubmissionScore:
         return next((lab for lab in self.labs if lab.lab_id == lab_id), None)
 
 
-# How a lab's problem begins when the submission lacks one of its files (pipeline.py).
+# How a lab's problem begins when the submission lacks one of its files (grade.py).
 NOT_SUBMITTED = "not submitted"
 
 

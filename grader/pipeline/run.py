@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from .cgroups import Cgroups
-from .errors import GraderError
-from .gate import GpuGate
-from .proc import ProcessResult, readable, run_limited
-from .sandbox import Sandbox
-from .schedule import Lease, Need, Scheduler, need_for_tags
+from ..confine.cgroups import Cgroups
+from ..confine.gate import GpuGate
+from ..confine.proc import ProcessResult, readable, run_limited
+from ..confine.sandbox import Sandbox
+from ..engine.schedule import Lease, Need, Scheduler, need_for_tags
+from ..errors import GraderError
 
 
 class Status(StrEnum):
@@ -334,7 +334,7 @@ def run_test(
     worker: Path | None = None,
 ) -> Outcome:
     """One test case in its own process: the one place where the engine starts a test alone.
-    With a gate, the process may ask for its GPU to itself while it measures (grader/gate.py).
+    With a gate, the process may ask for its GPU to itself while it measures (grader/confine/gate.py).
 
     With a worker (a split lab, docs/design/engine.md, "Judge and worker") the test process is the
     kit's judge, which loads no student code and runs as it is; the student's code runs only in

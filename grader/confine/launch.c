@@ -1,5 +1,5 @@
-/* Starts one process of the grader under its limits (grader/proc.py, run_limited), then becomes
- * the command:
+/* Starts one process of the grader under its limits (grader/confine/proc.py, run_limited), then
+ * becomes the command:
  *
  *     kit_launch [core|fsize|cpu|nofile=SOFT:HARD ...] [cgroup=PROCS_FILE ...] -- COMMAND ...
  *
@@ -11,8 +11,8 @@
  * a process of 100 MB and more, its threads' locks) and runs Python in the child, about 6 to 12
  * ms of CPU per process on the 2-core machine; without one it uses vfork, under 1 ms. The grader
  * starts some 4500 processes for the sample class. The grader compiles this file with the host
- * C compiler the first time it starts a process (grader/proc.py, launcher()); where it cannot,
- * it falls back to the preexec_fn.
+ * C compiler the first time it starts a process (grader/confine/proc.py, launcher()); where it
+ * cannot, it falls back to the preexec_fn.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -75,7 +75,7 @@ static int set_limit(const char *argument) {
   return 0;
 }
 
-/* As grader/cgroups.py's join: a cgroup that cannot be joined is passed over (the test runs
+/* As grader/confine/cgroups.py's join: a cgroup that cannot be joined is passed over (the test runs
  * without it; the run's first process proved the path works). */
 static void join_cgroup(const char *procs) {
   char pid[32];

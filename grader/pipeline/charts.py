@@ -1,6 +1,6 @@
 """Charts a lab draws from the student's own code (lab 06: the occupancy calculator's three
 charts), for the student's feedback. Part of the run stage: it runs student-built code, with
-the same process limits as a test and, when grading, in the same sandbox (grader/sandbox.py)
+the same process limits as a test and, when grading, in the same sandbox (grader/confine/sandbox.py)
 with a scrubbed environment: the script sees its own folder, the student's program and the
 charts folder, which is all it may write.
 
@@ -21,12 +21,12 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..confine.cgroups import Cgroups
+from ..confine.proc import run_limited
+from ..confine.sandbox import Sandbox
+from ..rubric import Lab
 from .build import BuildConfig, build_command
-from .cgroups import Cgroups
-from .proc import run_limited
-from .rubric import Lab
 from .run import scrubbed_env
-from .sandbox import Sandbox
 
 CHART_TIMEOUT = 120.0
 CHART_OUTPUT_LIMIT = 64 * 1024

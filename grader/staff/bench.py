@@ -20,17 +20,17 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
-from .collect import submission_from_files
+from ..engine.schedule import Span
+from ..engine.timeline import Timeline, build_timeline, plot_timeline
+from ..engine.usage import Usage, UsageSampler
+from ..pipeline.collect import submission_from_files
+from ..pipeline.grade import Engine, GradeOptions
+from ..pipeline.report import format_points, text_table
+from ..pipeline.run import Status
+from ..pipeline.score import SubmissionScore
+from ..progress import PlainProgress
+from ..rubric import Kit, Lab
 from .mutants import sample_students
-from .pipeline import Engine, GradeOptions
-from .progress import PlainProgress
-from .report import format_points, text_table
-from .rubric import Kit, Lab
-from .run import Status
-from .schedule import Span
-from .score import SubmissionScore
-from .timeline import Timeline, build_timeline, plot_timeline
-from .usage import Usage, UsageSampler
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ data and with the same visibility) and dashboard.html per class (beside summary.
 one self-contained file: inline CSS, charts drawn as inline SVG or embedded PNG, no script but the
 dashboard's table sort, so that it opens from a file, an LMS attachment or a phone.
 
-Templates: grader/templates/*.html.j2, rendered by Jinja2 with autoescaping on; every text from a
+Templates: grader/pipeline/templates/*.html.j2, rendered by Jinja2 with autoescaping on; every text from a
 submission also goes through grader/escape.py first, as it does for feedback.txt. Where Jinja2 is
 not installed (`pip install jinja2`; the GPU image has it), no page is written and the class
 summary says so: the text reports stand alone (docs/instructors.md, "Pages").
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .escape import escaped
+from ..escape import escaped
 from .report import (
     detail_lines,
     fix_first_lines,

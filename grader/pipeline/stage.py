@@ -12,9 +12,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import GraderError
+from ..rubric import Lab
 from .collect import Submission
-from .errors import GraderError
-from .rubric import Lab
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The write-ups as pages: every lab's README.md, docs/students.md and an index, rendered to
 HTML (Python-Markdown with its table-of-contents, tables and fenced-code extensions, code
 highlighted by Pygments) and, where Chromium is installed, to one PDF per lab printed by the
-browser from the same HTML. `make release` writes them (grader/release.py); the tests open them
+browser from the same HTML. `make release` writes them (grader/staff/release.py); the tests open them
 in headless Chromium (grader/tests/test_pages.py).
 
 Links between write-ups (`../02_naive_matmul/README.md#3-...`) become links between pages; a
@@ -18,8 +18,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import GraderError
-from .rubric import Kit
+from ..errors import GraderError
+from ..rubric import Kit
 
 PAGES_FOLDER = "pages"  # where the pages sit in a student kit, beside labs/ and docs/
 PDF_TIMEOUT = 120.0  # seconds for Chromium to print one page

@@ -13,7 +13,7 @@ A thread here answers, holding the scheduler's window (or profiler turn) between
 and 'R'. A process that ends, or closes its end, closes its window; one that asks again while
 holding it is answered at once.
 The time a process spends waiting for its window is kept (`waited`): the test's time limit does
-not count it, up to a cap (grader/run.py), since the wait is the class's doing, not the test's.
+not count it, up to a cap (grader/pipeline/run.py), since the wait is the class's doing, not the test's.
 """
 
 from __future__ import annotations

@@ -34,10 +34,10 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import IO, BinaryIO, cast
 
-from .errors import GraderError
-from .escape import escaped, escaped_name
-from .rubric import Kit, Lab
-from .screen import screen_source
+from ..confine.screen import screen_source
+from ..errors import GraderError
+from ..escape import escaped, escaped_name
+from ..rubric import Kit, Lab
 
 # The limits of one submission, each checked before the work it bounds (docs/instructors.md).
 MAX_FILE_BYTES = 1 << 20  # one file
@@ -55,7 +55,7 @@ ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip", ".tar")
 JUNK_FOLDERS = frozenset({"__MACOSX", ".git", ".vscode", ".idea"})
 JUNK_FILES = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
 # The files a class run writes beside the students' folders in --out (report.py, report_pages.py,
-# gradebooks.py, pipeline.py; tests check they agree): no student id may name one of them.
+# gradebooks.py, grade.py; tests check they agree): no student id may name one of them.
 LMS_GRADEBOOKS = frozenset(f"gradebook-{lms}.csv" for lms in ("canvas", "moodle", "blackboard"))
 CLASS_FILES = frozenset({"gradebook.csv", "summary.txt", "grading.json", "dashboard.html"}) | LMS_GRADEBOOKS
 SCREEN_PROBLEMS_SHOWN = 3
@@ -203,7 +203,7 @@ def student_id_for(path: Path) -> str:
 
 def id_of_name(name: str) -> str:
     """The student id a submission named `name` (no suffix, no date) is graded under: how a
-    roster's login or email is matched to a submission (grader/gradebooks.py)."""
+    roster's login or email is matched to a submission (grader/pipeline/gradebooks.py)."""
     return _safe_id(name)
 
 

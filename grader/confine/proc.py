@@ -56,9 +56,9 @@ def run_limited(
     here once it has them, so that only the child holds them. `not_counted`, when given, says
     how many seconds of the run so far the limit must not count (time the process spent waiting
     for the grader); the caller caps it. `cgroup`: the `cgroup.procs` files of the cgroup the
-    child joins before it executes the command (grader/cgroups.py).
+    child joins before it executes the command (grader/confine/cgroups.py).
 
-    The limits and the cgroup are applied by the compiled launcher (grader/launch.c), which
+    The limits and the cgroup are applied by the compiled launcher (grader/confine/launch.c), which
     then executes the command, so that Python starts the process with vfork; only where the
     launcher cannot be compiled does a preexec_fn do it, at the cost of a fork of the grader."""
     start = time.monotonic()
@@ -190,7 +190,7 @@ def _limit_resources(limits: list[Limit], cgroup: tuple[Path, ...]) -> None:
 def launch_command(
     launch: Path, limits: list[Limit], cgroup: tuple[Path, ...], command: list[str]
 ) -> list[str]:
-    """`command` started by the launcher under `limits`, in `cgroup` (grader/launch.c)."""
+    """`command` started by the launcher under `limits`, in `cgroup` (grader/confine/launch.c)."""
 
     def value(limit: int) -> str:
         return "inf" if limit == resource.RLIM_INFINITY else str(limit)
@@ -206,13 +206,13 @@ def launch_command(
 
 @functools.cache
 def launcher() -> Path | None:
-    """grader/launch.c compiled, or None where it cannot be (no C compiler): once per process."""
+    """grader/confine/launch.c compiled, or None where it cannot be (no C compiler): once per process."""
     return compile_helper(LAUNCH_SOURCE)[0]
 
 
 def compile_helper(source: Path) -> tuple[Path | None, str]:
-    """A C helper of the grader (grader/*.c) compiled, or None and why, once per version of the
-    source: kept beside it in __pycache__ under its hash, or, where the grader's folder is
+    """A C helper of the grader (grader/confine/*.c) compiled, or None and why, once per version of
+    the source: kept beside it in __pycache__ under its hash, or, where the grader's folder is
     read-only, in a private folder of this run. Compiled to a temporary name and renamed, so
     two graders starting at once never run a half-written file."""
     data = source.read_bytes()
@@ -220,7 +220,7 @@ def compile_helper(source: Path) -> tuple[Path | None, str]:
     cached = source.parent / "__pycache__" / name
     if cached.is_file() and os.access(cached, os.X_OK):
         return cached, ""
-    shown = f"grader/{source.name}"
+    shown = f"grader/{source.parent.name}/{source.name}"  # as the grader's folder names it
     compiler = next((found for cc in ("cc", "gcc", "clang") if (found := shutil.which(cc))), None)
     if compiler is None:
         return None, f"no C compiler (cc, gcc or clang) to build {shown}"

@@ -3,7 +3,7 @@
 1. Checks that need no GPU: every rubric loads, the skeletons are in sync with the solutions,
    and, with the kit built (make release builds it first), every rubric names exactly the
    tests its lab's executable lists (the check `grade` makes before grading a class).
-2. The student kit (grader/handout.py's copy of the tracked files without solutions/ and
+2. The student kit (grader/staff/handout.py's copy of the tracked files without solutions/ and
    bench/), less what only staff read or run (STAFF_FILES), with every hidden test's entry in
    the rubrics reduced to its points (a name would tell what the hidden test checks), and the
    rendered write-ups in its pages/ folder.
@@ -22,13 +22,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import GraderError
+from ..errors import GraderError
+from ..pipeline.run import RunConfig, list_tests
+from ..rubric import Kit, check_rubric_against_listing, load_kit
 from .handout import MARKER, make_student_kit
 from .pages import PAGES_FOLDER, Rendered, render_pages
-from .rubric import Kit, check_rubric_against_listing, load_kit
-from .run import RunConfig, list_tests
 
-# What only staff read or run, besides solutions/ and bench/ (grader/handout.py's STAFF_ONLY):
+# What only staff read or run, besides solutions/ and bench/ (grader/staff/handout.py's STAFF_ONLY):
 # CI, the grader's own tests, the docs of the grader's design, grading and releasing.
 STAFF_FILES = (
     ".ci",

@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import GraderError
+from ..errors import GraderError
 
 
 @dataclass(frozen=True)

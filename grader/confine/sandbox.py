@@ -34,7 +34,7 @@ class Sandbox:
     """How a grading run confines the processes that run student code; `hidden` are the
     folders no such process may see (solutions/, the kit's build, the output, the work root)."""
 
-    init: Path  # the compiled grader/sandbox_init.c (build_init)
+    init: Path  # the compiled grader/confine/sandbox_init.c (build_init)
     hidden: tuple[Path, ...] = ()
     unshare: str = "unshare"
     user_namespace: bool = False  # not root: map the user to root in a new user namespace
@@ -120,6 +120,6 @@ def detect(hidden: tuple[Path, ...] = (), tools: tuple[Path, ...] = ()) -> Sandb
 
 
 def build_init() -> tuple[Path | None, str]:
-    """grader/sandbox_init.c compiled (or None, and why), once per version of the source
-    (grader/proc.py's compile_helper)."""
+    """grader/confine/sandbox_init.c compiled (or None, and why), once per version of the source
+    (grader/confine/proc.py's compile_helper)."""
     return compile_helper(INIT_SOURCE)

@@ -27,15 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .inspect import inspect_objects
-from .proc import ProcessResult, run_limited
-from .rubric import Lab
-from .sandbox import Sandbox
-from .schedule import Need, Scheduler
+from ..confine.inspect import inspect_objects
+from ..confine.proc import ProcessResult, run_limited
+from ..confine.sandbox import Sandbox
+from ..engine.schedule import Need, Scheduler
+from ..rubric import Lab
+from .recipes import CompileRecipe, LabHarness, LinkRecipe
 
 if TYPE_CHECKING:
-    from .cgroups import Cgroups
-    from .harness import CompileRecipe, LabHarness, LinkRecipe
+    from ..confine.cgroups import Cgroups
 
 BUILD_OUTPUT_LIMIT = 256 * 1024
 MAX_LOG_LINES = 40

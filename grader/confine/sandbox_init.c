@@ -1,5 +1,5 @@
-/* The first process inside a test's new namespaces (grader/sandbox.py): builds its view of the
- * file system, then becomes the test.
+/* The first process inside a test's new namespaces (grader/confine/sandbox.py): builds its view of
+ * the file system, then becomes the test.
  *
  *     kit_sandbox_init N PATH MODE ... [HIDDEN ...] -- COMMAND ...
  *
@@ -17,7 +17,8 @@
  * C, not Python: a test process is started for every test of every submission, and starting
  * an interpreter (and ctypes, for mount(2)) cost about 20 ms of the 33 ms each confined process
  * took to start on the 2-core machine, 4000 processes for the sample class. The grader compiles
- * this file with the host C compiler the first time it confines anything (grader/sandbox.py).
+ * this file with the host C compiler the first time it confines anything
+ * (grader/confine/sandbox.py).
  *
  * Before it becomes the test, this process gives up every privilege: all capabilities (the
  * bounding set too, and root's on exec), and no_new_privs, so no setuid program gives them back.

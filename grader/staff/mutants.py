@@ -37,13 +37,18 @@ with the reason a do-nothing solution may pass it:
 
 from __future__ import annotations
 
+import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import GraderError
+from ..errors import GraderError
+from ..pipeline.grade import GradeOptions, grade_class
+from ..pipeline.gradebooks import GradebookRequest
+from ..pipeline.score import SubmissionScore
+from ..progress import Progress
+from ..rubric import Kit, Lab
 from .handout import MARKER
-from .rubric import Kit, Lab
 
 MUTANTS_FILE = "mutants.toml"
 MUTANT_KEYS = {"name", "file", "expect_loss", "expect_hint", "description", "edit"}
@@ -344,3 +349,18 @@ def write_sample_class(students: list[SampleStudent], folder: Path) -> list[tupl
             target.write_bytes(data)
         entries.append((student.student_id, root))
     return entries
+
+
+def grade_sample_class(
+    kit: Kit,
+    options: GradeOptions,
+    out_dir: Path,
+    progress: Progress | None = None,
+    gradebooks: GradebookRequest | None = None,
+) -> list[SubmissionScore]:
+    """The reference and one student per mutant, written as submission folders, graded as a class."""
+    with tempfile.TemporaryDirectory(prefix="grader-sample-class-") as folder:
+        students = sample_students(kit, options.labs, mutant_lab_only=False)
+        entries = write_sample_class(students, Path(folder))
+        print(f"grading the sample class: {len(entries)} students (the reference and one per mutant)")
+        return grade_class(kit, entries, options, out_dir, progress, gradebooks=gradebooks)

@@ -13,15 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
-from .collect import submission_from_files
-from .errors import GraderError
+from ..errors import GraderError
+from ..pipeline.collect import submission_from_files
+from ..pipeline.grade import Engine, GradeOptions
+from ..pipeline.report import format_points, lab_feedback_lines, shown_to_students, text_table
+from ..pipeline.run import Status
+from ..pipeline.score import LabScore, SubmissionScore, fix_first
+from ..progress import PlainProgress, Progress
+from ..rubric import Kit, Lab
 from .mutants import REFERENCE_ID, Mutant, SampleStudent, Skeleton, sample_students
-from .pipeline import Engine, GradeOptions
-from .progress import PlainProgress, Progress
-from .report import format_points, lab_feedback_lines, shown_to_students, text_table
-from .rubric import Kit, Lab
-from .run import Status
-from .score import LabScore, SubmissionScore, fix_first
 
 OK = "ok"
 FAIL = "FAIL"

@@ -21,10 +21,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import GraderError
+from ..rubric import Lab
 from .collect import id_of_name
-from .errors import GraderError
 from .report import format_points
-from .rubric import Lab
 from .score import SubmissionScore
 
 FORMATS = ("canvas", "moodle", "blackboard")

@@ -24,17 +24,20 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
+from ..confine.cgroups import Cgroups
+from ..confine.cgroups import detect as detect_cgroups
+from ..confine.proc import kill_started_groups
+from ..confine.sandbox import Sandbox, detect, tool_folders
+from ..engine.schedule import Need, Scheduler, Stopped, visible_gpus
+from ..errors import GraderError
+from ..progress import PlainProgress, Progress, QuietProgress
+from ..rubric import Kit, Lab, check_rubric_against_listing
 from .build import BuildCache, BuildConfig, build_labs, build_submission_lab, make_cache_root
-from .cgroups import Cgroups
-from .cgroups import detect as detect_cgroups
 from .charts import draw_charts, plot_charts
 from .collect import Submission, collect_submission
-from .errors import GraderError
 from .gradebooks import GradebookRequest, write_gradebooks
-from .harness import Harness, LabHarness, prepare_harness
-from .mutants import sample_students, write_sample_class
-from .proc import kill_started_groups
-from .progress import PlainProgress, Progress, QuietProgress
+from .harness import Harness, prepare_harness
+from .recipes import LabHarness
 from .report import (
     finished_score,
     format_points,
@@ -44,10 +47,7 @@ from .report import (
     write_submission_report,
 )
 from .report_pages import DASHBOARD_PAGE, FEEDBACK_PAGE, dashboard_html, feedback_html, pages_available
-from .rubric import Kit, Lab, check_rubric_against_listing
 from .run import RunConfig, list_tests, run_tests
-from .sandbox import Sandbox, detect, tool_folders
-from .schedule import Need, Scheduler, Stopped, visible_gpus
 from .score import (
     NOT_SUBMITTED,
     CheckResult,
@@ -76,7 +76,7 @@ class GradeOptions:
     in_flight: int | None = None  # submissions graded at once; None: enough to fill the slots
     harness_dir: Path | None = None  # the harness build; None: <kit>/build/harness
     regrade: bool = False  # grade again submissions whose report is already in --out
-    confine: bool = True  # run tests in the sandbox (grader/sandbox.py); refuse where there is none
+    confine: bool = True  # run tests in the sandbox (grader/confine/sandbox.py); refuse where there is none
     output_dir: Path | None = None  # the class's --out, hidden from confined tests
 
 
@@ -145,7 +145,7 @@ class Engine:
         return self.options.in_flight or max(2, self.scheduler.total_slots // 2)
 
     def _sandbox(self) -> Sandbox:
-        """The sandbox the tests of student code run in (grader/sandbox.py), or a refusal."""
+        """The sandbox the tests of student code run in (grader/confine/sandbox.py), or a refusal."""
         # The sandbox's view is an allowlist (the system's folders and what a test names); these
         # are covered as well, should one lie inside a system folder (a kit kept under /opt).
         hidden = [
@@ -170,7 +170,7 @@ class Engine:
         return check.sandbox
 
     def _cgroups(self) -> Cgroups | None:
-        """A cgroup per test process, bounding its memory and processes (grader/cgroups.py);
+        """A cgroup per test process, bounding its memory and processes (grader/confine/cgroups.py);
         where there can be none, said once, and the other limits still hold."""
         check = detect_cgroups()
         if check.cgroups is None:
@@ -542,21 +542,6 @@ def _open_out_dir(out_dir: Path, options: GradeOptions) -> None:
         return
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomically(path, json.dumps(manifest) + "\n")
-
-
-def grade_sample_class(
-    kit: Kit,
-    options: GradeOptions,
-    out_dir: Path,
-    progress: Progress | None = None,
-    gradebooks: GradebookRequest | None = None,
-) -> list[SubmissionScore]:
-    """The reference and one student per mutant, written as submission folders, graded as a class."""
-    with tempfile.TemporaryDirectory(prefix="grader-sample-class-") as folder:
-        students = sample_students(kit, options.labs, mutant_lab_only=False)
-        entries = write_sample_class(students, Path(folder))
-        print(f"grading the sample class: {len(entries)} students (the reference and one per mutant)")
-        return grade_class(kit, entries, options, out_dir, progress, gradebooks=gradebooks)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from ..escape import escaped
 from .charts import Charts
 from .collect import Refusal
-from .escape import escaped
 from .run import Status
 from .score import (
     NOT_SUBMITTED,
@@ -334,7 +334,7 @@ def write_submission_report(
     folder: Path, score: SubmissionScore, pages: dict[str, str] | None = None
 ) -> None:
     """Writes results.json, feedback.txt, the charts, `pages` (name -> HTML: feedback.html, from
-    grader/report_pages.py) and score.json into `folder` at once: they are written in a private
+    grader/pipeline/report_pages.py) and score.json into `folder` at once: they are written in a private
     folder beside it, which is then renamed into place, so that a run killed at any moment leaves
     either the whole report or none (and resume grades it again)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
