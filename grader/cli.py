@@ -16,7 +16,7 @@ from pathlib import Path
 from .confine.sandbox import detect
 from .engine.schedule import visible_gpus
 from .errors import GraderError
-from .pipeline.build import BuildConfig
+from .pipeline.build import BuildConfig, build_for_this_machine
 from .pipeline.collect import find_submissions
 from .pipeline.grade import (
     GradeOptions,
@@ -415,6 +415,9 @@ def _grade_options(kit: Kit, args: argparse.Namespace) -> GradeOptions:
     if run.tests_per_process < 1:
         raise GraderError("--tests-per-process must be at least 1 (1 runs each test alone)")
     gpus = tuple(gpu.strip() for gpu in args.gpus.split(",") if gpu.strip()) if args.gpus else None
+    build, note = build_for_this_machine(build, list(gpus or visible_gpus()))
+    if note:
+        print(f"note: {note}")
     return GradeOptions(
         labs=labs,
         build=build,
@@ -442,38 +445,11 @@ def run_check(kit: Kit, args: argparse.Namespace) -> int:
     return 0 if result.earned_all else 1
 
 
-# What `grade` builds for on a machine without a GPU when no --cuda-arch is given: one
-# architecture (the oldest of the kit's list, whose PTX any newer GPU can run) instead of the
-# kit's seven. No GPU test can run there, so the scores are incomplete anyway, and seven
-# architectures made every compile about seven times slower (docs/instructors.md).
-NO_GPU_CUDA_ARCH = "75"
-
-
-def build_for_this_machine(build: BuildConfig, gpus: list[str]) -> tuple[BuildConfig, str]:
-    """The build settings for grading here, and a line saying what was changed (or "").
-    Without a GPU, no probe is built or linked either (-DKIT_PROBES=OFF): only the sanitizer and
-    profiler tests run them, and those skip there."""
-    if gpus:
-        return build, ""
-    without_probes = replace(build, defines={**build.defines, "KIT_PROBES": "OFF"})
-    if build.cuda_arch:
-        return without_probes, "no GPU here: the labs' probes (for GPU tests only) are not built"
-    return replace(without_probes, cuda_arch=NO_GPU_CUDA_ARCH), (
-        f"no GPU here: building for one CUDA architecture (sm_{NO_GPU_CUDA_ARCH}) instead of the "
-        "kit's list and without the labs' probes, since no GPU test can run; give --cuda-arch to "
-        "choose other architectures"
-    )
-
-
 def run_grade(kit: Kit, args: argparse.Namespace) -> int:
     out_dir = Path(args.out) if args.out else kit.root / "grades" / datetime.now().strftime("%Y%m%d-%H%M%S")
     paths = [Path(path).resolve() for path in args.submissions]
     single = [Path(path).resolve() for path in args.submission]
     options = _grade_options(kit, args)
-    build, note = build_for_this_machine(options.build, list(options.gpus or visible_gpus()))
-    if note:
-        print(f"note: {note}")
-        options = replace(options, build=build)
     if not options.confine:
         print(f"{LOUD}\n--unconfined: student code runs without the sandbox; grade only code you trust")
         print(LOUD)

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,6 +74,30 @@ class BuildResult:
     configured: bool = True  # False: CMake itself failed, which student code cannot cause
     executables: dict[str, Path] = field(default_factory=dict)  # every linked one, by name
     duration: float = 0.0  # seconds of compiling and linking this submission's files
+
+
+# What grading builds for on a machine without a GPU when no --cuda-arch is given (grade,
+# validate, bench and check alike: the one place the policy is stated): one
+# architecture (the oldest of the kit's list, whose PTX any newer GPU can run) instead of the
+# kit's seven. No GPU test can run there, so the scores are incomplete anyway, and seven
+# architectures made every compile about seven times slower (docs/instructors.md).
+NO_GPU_CUDA_ARCH = "75"
+
+
+def build_for_this_machine(build: BuildConfig, gpus: list[str]) -> tuple[BuildConfig, str]:
+    """The build settings for grading here, and a line saying what was changed (or "").
+    Without a GPU, no probe is built or linked either (-DKIT_PROBES=OFF): only the sanitizer and
+    profiler tests run them, and those skip there."""
+    if gpus:
+        return build, ""
+    without_probes = replace(build, defines={**build.defines, "KIT_PROBES": "OFF"})
+    if build.cuda_arch:
+        return without_probes, "no GPU here: the labs' probes (for GPU tests only) are not built"
+    return replace(without_probes, cuda_arch=NO_GPU_CUDA_ARCH), (
+        f"no GPU here: building for one CUDA architecture (sm_{NO_GPU_CUDA_ARCH}) instead of the "
+        "kit's list and without the labs' probes, since no GPU test can run; give --cuda-arch to "
+        "choose other architectures"
+    )
 
 
 def configure_command(source: Path, build_dir: Path, config: BuildConfig) -> list[str]:

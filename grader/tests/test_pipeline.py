@@ -460,16 +460,30 @@ def test_every_command_has_help(command, capsys):
 
 
 def test_grading_without_a_gpu_builds_for_one_architecture_unless_told_otherwise():
-    from grader.pipeline.build import BuildConfig
+    from grader.pipeline.build import NO_GPU_CUDA_ARCH, BuildConfig, build_for_this_machine
 
-    build, note = cli.build_for_this_machine(BuildConfig(), [])
-    assert build.cuda_arch == cli.NO_GPU_CUDA_ARCH and "no GPU here" in note
+    build, note = build_for_this_machine(BuildConfig(), [])
+    assert build.cuda_arch == NO_GPU_CUDA_ARCH and "no GPU here" in note
     assert build.defines["KIT_PROBES"] == "OFF"  # only GPU tests run them
-    assert cli.build_for_this_machine(BuildConfig(), ["0"]) == (BuildConfig(), "")  # the GPU's own
+    assert build_for_this_machine(BuildConfig(), ["0"]) == (BuildConfig(), "")  # the GPU's own
     given = BuildConfig(cuda_arch="90")
-    build, note = cli.build_for_this_machine(given, [])
+    build, note = build_for_this_machine(given, [])
     assert build.cuda_arch == "90" and build.defines["KIT_PROBES"] == "OFF"  # --cuda-arch wins
     assert "probes" in note
+
+
+@pytest.mark.parametrize("command", [["grade"], ["validate"], ["bench"]])
+def test_grade_validate_and_bench_build_alike_without_a_gpu(command, fake_kit, monkeypatch, capsys):
+    from grader.pipeline.build import NO_GPU_CUDA_ARCH
+
+    monkeypatch.setattr(cli, "visible_gpus", lambda: [])
+    kit = fake_kit.kit
+    options = cli._grade_options(kit, cli.build_parser().parse_args(command))
+    assert options.build.cuda_arch == NO_GPU_CUDA_ARCH and options.build.defines["KIT_PROBES"] == "OFF"
+    assert "no GPU here" in capsys.readouterr().out
+    monkeypatch.setattr(cli, "visible_gpus", lambda: ["0"])
+    options = cli._grade_options(kit, cli.build_parser().parse_args(command))
+    assert options.build.cuda_arch is None and "KIT_PROBES" not in options.build.defines
 
 
 def test_ctrl_c_in_a_stoppable_pool_kills_its_processes_and_skips_its_queued_work(tmp_path):
