@@ -155,14 +155,21 @@ def _gradescope_test(lab: LabScore, test: TestScore) -> dict:
     }
 
 
+def _grader_failed_lines(score: SubmissionScore, incomplete: str) -> list[str]:
+    """What a report says when the grader, not the submission, failed: `incomplete` names what is
+    incomplete ("Your score is", "The scores below are")."""
+    if not score.error:
+        return []
+    return [
+        "",
+        f"The grader failed on this submission: {_first_line(score.error)}",
+        f"{incomplete} incomplete; tell your instructor.",
+    ]
+
+
 def _overall_output(score: SubmissionScore) -> str:
     lines = [f"Score: {format_points(score.points)}/{format_points(score.max_points)}"]
-    if score.error:
-        lines += [
-            "",
-            f"The grader failed on this submission: {_first_line(score.error)}",
-            "Your score is incomplete; tell your instructor.",
-        ]
+    lines += _grader_failed_lines(score, "Your score is")
     lines += _refusal_lines(score)
     for lab in score.labs:
         if lab.problem:
@@ -193,12 +200,7 @@ def feedback_text(score: SubmissionScore) -> str:
     """What the student reads: every lab, every test the rubric lets them see with its points,
     reasons and hints, and how many points the tests not shown are worth."""
     lines = [f"Feedback for {score.student_id}"]
-    if score.error:
-        lines += [
-            "",
-            f"The grader failed on this submission: {_first_line(score.error)}",
-            "The scores below are incomplete; tell your instructor.",
-        ]
+    lines += _grader_failed_lines(score, "The scores below are")
     lines += _refusal_lines(score)
     for lab in score.labs:
         lines += [""] + lab_feedback_lines(lab, student=True)

@@ -283,26 +283,27 @@ class SampleStudent:
     skeleton: Skeleton | None = None  # a lab's skeleton as handed out (mutant is then None)
 
 
-def reference_files(kit: Kit, labs: list[Lab]) -> dict[str, bytes]:
+def _student_files_in(folder: Path, lab: Lab, what_to_do: str) -> dict[str, bytes]:
+    """The lab's student files as `folder` holds them, at their kit paths (labs/NN_slug/...)."""
     files = {}
+    for name in lab.student_files:
+        source = folder / name
+        if not source.is_file():
+            raise GraderError(f"{source} is missing; {what_to_do}")
+        files[f"labs/{lab.slug}/{name}"] = source.read_bytes()
+    return files
+
+
+def reference_files(kit: Kit, labs: list[Lab]) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
     for lab in labs:
-        for name in lab.student_files:
-            source = kit.solution_dir(lab) / name
-            if not source.is_file():
-                raise GraderError(f"{source} is missing; the reference of lab {lab.id} needs it")
-            files[f"labs/{lab.slug}/{name}"] = source.read_bytes()
+        files |= _student_files_in(kit.solution_dir(lab), lab, f"the reference of lab {lab.id} needs it")
     return files
 
 
 def skeleton_files(kit: Kit, lab: Lab) -> dict[str, bytes]:
     """The lab's student files as handed out (labs/NN_slug/), at their kit paths."""
-    files = {}
-    for name in lab.student_files:
-        source = kit.lab_dir(lab) / name
-        if not source.is_file():
-            raise GraderError(f"{source} is missing; run make handout to generate lab {lab.id}'s skeleton")
-        files[f"labs/{lab.slug}/{name}"] = source.read_bytes()
-    return files
+    return _student_files_in(kit.lab_dir(lab), lab, f"run make handout to generate lab {lab.id}'s skeleton")
 
 
 def sample_students(

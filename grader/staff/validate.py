@@ -50,32 +50,19 @@ def judge_reference(lab: LabScore, refused: Sequence[str] = (), student: str = R
     """The reference, or a correct variant (`student`, its name): every test that ran earns
     full marks."""
     loss = round(lab.max_points - lab.points, 2)
+    # No loss is expected and no hint: the rows differ only in their verdict and note.
+    row = partial(
+        Verdict, student=student, lab_id=lab.lab_id, expected_loss="none", actual_loss=loss, hint_shown="-"
+    )
     if refused:
-        return Verdict(
-            student,
-            lab.lab_id,
-            "none",
-            loss,
-            "-",
-            FAIL,
-            "the source screen refused: " + "; ".join(refused),
-        )
+        return row(verdict=FAIL, note="the source screen refused: " + "; ".join(refused))
     ran_fully = all(test.full_marks for test in lab.tests if test.status is not Status.SKIPPED)
     if ran_fully and not lab.skipped:
-        return Verdict(student, lab.lab_id, "none", loss, "-", OK)
+        return row(verdict=OK)
     if ran_fully:
-        return Verdict(
-            student,
-            lab.lab_id,
-            "none",
-            loss,
-            "-",
-            not_run_verdict(lab) or FAIL,
-            f"{len(lab.skipped)} tests skipped",
-        )
+        return row(verdict=not_run_verdict(lab) or FAIL, note=f"{len(lab.skipped)} tests skipped")
     lost = [test.name for test in lab.tests if test.status is not Status.SKIPPED and not test.full_marks]
-    note = lab.problem or "loses points on: " + "; ".join(lost)
-    return Verdict(student, lab.lab_id, "none", loss, "-", FAIL, note)
+    return row(verdict=FAIL, note=lab.problem or "loses points on: " + "; ".join(lost))
 
 
 def judge_mutant(mutant: Mutant, lab: LabScore, feedback: str, refused: Sequence[str] = ()) -> Verdict:
