@@ -15,6 +15,18 @@ std::string error_text(cudaError_t code) {
   return std::string(cudaGetErrorName(code)) + " (" + cudaGetErrorString(code) + ")";
 }
 
+// The driver's handle of this process's current device, asked through the driver's entry points
+// (remote::driver_function), which make no context; false where it cannot be had.
+bool current_device(CUdevice& device) {
+  using DeviceGet = CUresult (*)(CUdevice*, int);
+  const auto device_get = reinterpret_cast<DeviceGet>(remote::driver_function("cuDeviceGet"));
+  int ordinal = 0;
+  const bool found = device_get != nullptr && cudaGetDevice(&ordinal) == cudaSuccess &&
+                     device_get(&device, ordinal) == CUDA_SUCCESS;
+  (void)cudaGetLastError();  // so that no later error check inherits one from here
+  return found;
+}
+
 // Wait for the device asleep, not spinning (CUDA's default with fewer contexts than cores): the
 // grader runs eight test processes on one GPU beside compiles, sanitizers and Nsight Compute, and
 // a process spinning on a core while its kernels wait their turn on the GPU takes that core from
@@ -22,38 +34,26 @@ std::string error_text(cudaError_t code) {
 // exists, so that it is made with the flag, and through the driver: cudaSetDeviceFlags makes the
 // context at once (seen with CUDA 13), and a judge should make none it does not need (below).
 void wait_asleep() {
-  using DeviceGet = CUresult (*)(CUdevice*, int);
   using SetFlags = CUresult (*)(CUdevice, unsigned int);
-  const auto device_get = reinterpret_cast<DeviceGet>(remote::driver_function("cuDeviceGet"));
   const auto set_flags =
       reinterpret_cast<SetFlags>(remote::driver_function("cuDevicePrimaryCtxSetFlags"));
-  int ordinal = 0;
   CUdevice device = 0;
-  if (device_get != nullptr && set_flags != nullptr && cudaGetDevice(&ordinal) == cudaSuccess &&
-      device_get(&device, ordinal) == CUDA_SUCCESS) {
+  if (set_flags != nullptr && current_device(device)) {
     (void)set_flags(device, CU_CTX_SCHED_BLOCKING_SYNC);  // a failure costs a spinning core only
   }
-  (void)cudaGetLastError();  // so that no later error check inherits one from here
 }
 
 }  // namespace
 
 bool has_cuda_context() {
-  using DeviceGet = CUresult (*)(CUdevice*, int);
   using GetState = CUresult (*)(CUdevice, unsigned int*, int*);
-  const auto device_get = reinterpret_cast<DeviceGet>(remote::driver_function("cuDeviceGet"));
   const auto get_state =
       reinterpret_cast<GetState>(remote::driver_function("cuDevicePrimaryCtxGetState"));
-  int ordinal = 0;
   CUdevice device = 0;
   unsigned int flags = 0;
   int active = 0;
-  const bool known = device_get != nullptr && get_state != nullptr &&
-                     cudaGetDevice(&ordinal) == cudaSuccess &&
-                     device_get(&device, ordinal) == CUDA_SUCCESS &&
-                     get_state(device, &flags, &active) == CUDA_SUCCESS;
-  (void)cudaGetLastError();
-  return known && active != 0;
+  return get_state != nullptr && current_device(device) &&
+         get_state(device, &flags, &active) == CUDA_SUCCESS && active != 0;
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <vector>
 
 #include "kit/remote.hpp"
@@ -39,6 +40,12 @@ StagedRegistry& staged_registry() {
 }  // namespace
 
 StagedArrays::StagedArrays(std::initializer_list<StagedArray> arrays) : arrays_(arrays) {
+  // Only a judge's calls stage: elsewhere a launch would be handed these host addresses.
+  if (!calls_are_remote()) {
+    throw std::logic_error(
+        "kit::remote::StagedArrays outside a judge: this process's lab calls "
+        "do not go to a worker, so host arrays cannot cross as device memory");
+  }
   StagedRegistry& r = staged_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   r.arrays.insert(r.arrays.end(), arrays_.begin(), arrays_.end());

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kit/poison.hpp"
+#include "kit/remote.hpp"
 
 using Catch::Matchers::ContainsSubstring;
 
@@ -30,4 +31,15 @@ TEST_CASE("a host guarded array's poisoned data reads as never written", "[commo
   a.poison_data();
   for (float v : a.values()) CHECK(kit::is_poison(v));
   CHECK(a.damaged_guards().empty());
+}
+
+TEST_CASE("host arrays cannot be staged in a process whose lab calls do not go to a worker",
+          "[common]") {
+  // common_tests is no judge: a launch here would be handed the host addresses themselves.
+  REQUIRE_FALSE(kit::remote::calls_are_remote());
+  std::vector<float> v(4);
+  CHECK_THROWS_WITH(kit::remote::StagedArrays({kit::remote::staged(v)}),
+                    ContainsSubstring("outside a judge"));
+  kit::remote::StagedArray found{};
+  CHECK_FALSE(kit::remote::find_staged(v.data(), found));  // nothing was left registered
 }
