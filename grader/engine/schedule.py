@@ -38,9 +38,11 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TypeVar
 
 
 class Stopped(Exception):
@@ -407,3 +409,22 @@ class Scheduler:
     def _count(self, key: str, now: int) -> None:
         self.stats.started[key] = self.stats.started.get(key, 0) + 1
         self.stats.most_at_once[key] = max(self.stats.most_at_once.get(key, 0), now)
+
+
+T = TypeVar("T")
+# How long a wait for a thread's result may block before the waiting thread looks at its
+# signals again.
+RESULT_POLL = 0.2
+
+
+def result_of(future: Future[T]) -> T:
+    """The future's result, waited for in steps of RESULT_POLL seconds. A wait without a time
+    limit blocks in a lock that a signal does not interrupt when the kernel delivers it to
+    another thread of the process, as it may: the main thread then handles Ctrl-C or SIGTERM
+    only once that result arrives (a stop was seen to take 5.3 s instead of a fraction of one)."""
+    while True:
+        try:
+            return future.result(timeout=RESULT_POLL)
+        except TimeoutError:
+            if future.done() and isinstance(future.exception(), TimeoutError):
+                raise  # the work itself raised it

@@ -28,7 +28,7 @@ from ..confine.cgroups import Cgroups
 from ..confine.cgroups import detect as detect_cgroups
 from ..confine.proc import kill_started_groups
 from ..confine.sandbox import Sandbox, detect, tool_folders
-from ..engine.schedule import Need, Scheduler, Stopped, visible_gpus
+from ..engine.schedule import Need, Scheduler, Stopped, result_of, visible_gpus
 from ..errors import GraderError
 from ..progress import PlainProgress, Progress, QuietProgress
 from ..rubric import Kit, Lab, check_rubric_against_listing
@@ -361,7 +361,7 @@ class Engine:
             futures = {
                 student_id: submissions.submit(one, student_id, collect) for student_id, collect in jobs
             }
-            return {student_id: future.result() for student_id, future in futures.items()}
+            return {student_id: result_of(future) for student_id, future in futures.items()}
 
 
 def grade_submission(

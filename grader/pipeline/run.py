@@ -29,7 +29,7 @@ from ..confine.cgroups import Cgroups
 from ..confine.gate import GpuGate
 from ..confine.proc import ProcessResult, readable, run_limited
 from ..confine.sandbox import Sandbox
-from ..engine.schedule import Lease, Need, Scheduler, need_for_tags
+from ..engine.schedule import Lease, Need, Scheduler, need_for_tags, result_of
 from ..errors import GraderError
 
 
@@ -281,9 +281,10 @@ def run_tests(
     grouped = grouped if size > 1 else []
     singles = {test.name: pool.submit(one, test) for test in tests if test not in grouped}
     groups = [pool.submit(together, grouped[start : start + size]) for start in range(0, len(grouped), size)]
-    results = {name: future.result() for name, future in singles.items()}
+    results = {name: result_of(future) for name, future in singles.items()}
     for future in groups:
-        results.update(future.result())
+        settled: dict[str, Outcome] = result_of(future)
+        results.update(settled)
     return {test.name: results[test.name] for test in tests}
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.engine.schedule import Need, Scheduler, Stopped, need_for_tags
+from grader.engine.schedule import Need, Scheduler, Stopped, need_for_tags, result_of
 from grader.pipeline.run import ListedTest, RunConfig, run_tests
 
 from .conftest import write_fake_catch2
@@ -784,3 +784,31 @@ def test_without_a_gpu_only_the_first_gpu_test_starts_a_process_to_find_that_out
     # Processes started: the first GPU test and the CPU test. The sanitizer test was skipped
     # without one too, since it is a [gpu] test and there is no GPU.
     assert sum(scheduler.stats.started.values()) == 2
+
+
+def test_a_signal_another_thread_receives_is_handled_while_the_main_thread_waits_for_a_result():
+    """The kernel may deliver a process's signal to any of its threads; a main thread blocked in
+    a wait without a time limit then runs its handler only once the result arrives."""
+
+    def busy() -> str:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})  # this thread receives it
+        time.sleep(0.3)  # the main thread is waiting by now
+        os.kill(os.getpid(), signal.SIGUSR1)
+        time.sleep(2)
+        return "late"
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            result_of(pool.submit(busy))
+        assert time.monotonic() - started < 1.5
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
+        signal.signal(signal.SIGUSR1, previous)
+        pool.shutdown(wait=True)
