@@ -191,11 +191,65 @@ function(kit_add_lab)
   endforeach()
 
   # Linked by the C++ compiler (no device linking is needed), which is the language whose
-  # linker launcher CMake 3.24 supports: KIT_RECORD_COMMANDS records these links.
+  # linker launcher CMake 3.24 supports: cmake/kit-record-link records these links.
   foreach(target ${name}_tests ${name}_probe ${name}_worker ${name}_reference_worker)
     if(TARGET ${target})
       set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX)
     endif()
   endforeach()
   kit_register_tests(${name}_tests)
+
+  # The lab's manifest, once this folder's CMakeLists.txt has run to its end, so that a program
+  # it adds after this call (lab 06's chart program) is among those it lists.
+  set(_kit_lab_name "${name}" PARENT_SCOPE)
+  set(_kit_lab_id "${LAB_ID}" PARENT_SCOPE)
+  set(_kit_lab_slug "${slug}" PARENT_SCOPE)
+  set(_kit_lab_sources "${kernel_sources}" PARENT_SCOPE)
+  set(_kit_lab_answers "${LAB_ANSWERS}" PARENT_SCOPE)
+  cmake_language(DEFER CALL _kit_lab_manifest)
+endfunction()
+
+# labNN_manifest (built by `all` and by the grader's kit_harness): writes
+# <build>/kit-manifests/labNN.json through cmake/KitManifest.cmake, once every program of the
+# lab that links the student's kernels (the tests or the worker, the probe, a chart program) is
+# linked. Here, what generating the build knows: the lab and the paths of its targets.
+function(_kit_lab_manifest)
+  set(name "${_kit_lab_name}")
+  get_directory_property(targets BUILDSYSTEM_TARGETS)
+  set(programs "")
+  foreach(target IN LISTS targets)
+    get_target_property(type ${target} TYPE)
+    get_target_property(libraries ${target} LINK_LIBRARIES)
+    if(type STREQUAL "EXECUTABLE" AND "${name}_kernels" IN_LIST libraries)
+      list(APPEND programs ${target})
+    endif()
+  endforeach()
+  set(worker "")
+  if(TARGET ${name}_worker)
+    set(worker "$<TARGET_FILE:${name}_worker>")
+  endif()
+  set(probe "")
+  if(TARGET ${name}_probe)
+    set(probe "$<TARGET_FILE:${name}_probe>")
+  endif()
+  set(manifest_in "${CMAKE_BINARY_DIR}/kit-manifests/${name}.in.cmake")
+  file(GENERATE OUTPUT "${manifest_in}" CONTENT "# Written by cmake/KitLab.cmake for cmake/KitManifest.cmake.
+set(KIT_BUILD_DIR [[${CMAKE_BINARY_DIR}]])
+set(KIT_LAB_NAME [[${name}]])
+set(KIT_LAB [[${_kit_lab_id}]])
+set(KIT_LAB_SLUG [[${_kit_lab_slug}]])
+set(KIT_LAB_SOURCES [[${_kit_lab_sources}]])
+set(KIT_LAB_ANSWERS [[${_kit_lab_answers}]])
+set(KIT_LAB_KERNELS [[$<TARGET_FILE:${name}_kernels>]])
+set(KIT_LAB_OBJECTS [[$<TARGET_OBJECTS:${name}_kernels>]])
+set(KIT_LAB_TESTS [[$<TARGET_FILE:${name}_tests>]])
+set(KIT_LAB_WORKER [[${worker}]])
+set(KIT_LAB_PROBE [[${probe}]])
+set(KIT_LAB_PROGRAMS [[${programs}]])
+")
+  add_custom_target(${name}_manifest ALL
+    COMMAND "${CMAKE_COMMAND}" "-DKIT_MANIFEST_IN=${manifest_in}"
+            -P "${PROJECT_SOURCE_DIR}/cmake/KitManifest.cmake"
+    COMMENT "Writing the manifest of lab ${_kit_lab_id}" VERBATIM)
+  add_dependencies(${name}_manifest ${programs})
 endfunction()

@@ -1,24 +1,21 @@
 """Stage 3a, build once per run: the harness.
 
 Everything but the students' files is compiled once per grading run: the kit is configured
-with -DKIT_RECORD_COMMANDS=ON (and the skeletons as student files) and built. That build
-leaves two records, which become the recipes the per-submission build (build.py) follows:
-
-- compile_commands.json: how each student file compiles (flags, includes, architectures);
-- kit-link-commands/<executable>.link (cmake/kit-record-link): how each lab executable links,
-  with the lab's kernel library (lib<labNN>_kernels.a) among its inputs, which a submission's
-  own objects replace.
+with the skeletons as student files and built. Each lab's build ends by writing its manifest,
+<build>/kit-manifests/labNN.json (cmake/KitManifest.cmake; docs/design/build.md, "The lab
+manifest"): the one record of how CMake builds the lab that the grader reads. It names the
+lab's targets, how each student file compiles and how each program that links the student's
+kernels links, which become the recipes the per-submission build (build.py) follows.
 
 The test listing of each lab also comes from here, the kit's own build, never from a binary
-built with student code; so do the data files the tests read (the answers sheet) and the
-probe they run under compute-sanitizer, found in the tests' compile definitions.
+built with student code; so do the data file the tests read (the answers sheet) and the probe
+they run under compute-sanitizer, both named in the manifest.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -32,9 +29,10 @@ from .build import BUILD_OUTPUT_LIMIT, BuildConfig, configure_command, trim_log
 from .recipes import CompileRecipe, LabHarness, LinkRecipe
 from .run import RunConfig, list_tests
 
-LINK_RECORDS = "kit-link-commands"
-# Compile definitions of the tests that name a file the grader points at a submission's own.
-PATH_DEFINE = re.compile(r'^-D(KIT_ANSWERS_PATH|KIT_PROBE_PATH)="?(.*?)"?$')
+MANIFESTS = "kit-manifests"
+MANIFEST_FORMAT = 1
+# The tests' variable naming the answers sheet, which the grader points at a submission's own.
+ANSWERS_VARIABLE = "KIT_ANSWERS_PATH"
 
 
 @dataclass(frozen=True)
@@ -56,23 +54,17 @@ def harness_config(config: BuildConfig, labs: list[Lab]) -> BuildConfig:
     defines = {
         "KIT_PROBES": "ON",
         **config.defines,
-        "KIT_RECORD_COMMANDS": "ON",
         "KIT_HARNESS_TARGETS": ";".join(harness_targets(labs)),
     }
     return replace(config, kernels="student", defines=defines)
 
 
 def harness_targets(labs: list[Lab]) -> list[str]:
-    """What grading these labs needs built: each lab's test executable (with its kernels, its
-    reference and, where built, its probe) and the program its charts run. Not the kit's own
-    tests of common/ or the staff benchmarks (23 s of the 176 s of compiling on two cores), nor
-    the labs not graded."""
-    targets = []
-    for lab in labs:
-        targets.append(lab.executable)  # a split lab's workers are among its dependencies
-        if lab.charts is not None:
-            targets.append(lab.charts.target)
-    return targets
+    """What grading these labs needs built: each lab's manifest, which depends on every program
+    that links the student's kernels (the tests or the worker, the probe, a chart program), and
+    so on the tests and the reference. Not the kit's own tests of common/ or the staff
+    benchmarks (23 s of the 176 s of compiling on two cores), nor the labs not graded."""
+    return [f"{lab.tag}_manifest" for lab in labs]
 
 
 def prepare_harness(
@@ -101,12 +93,9 @@ def prepare_harness(
         config.timeout,
         "kit problem: the kit's own build failed, so nothing can be graded; run make build to see why:\n",
     )
-    compiles = _read_compile_commands(build_dir)
-    links = _read_link_records(build_dir / LINK_RECORDS)
     tools = _object_tools(build_dir)
     lab_harnesses = {
-        lab.id: replace(_lab_harness(kit, lab, build_dir, compiles, links, run_config), tools=tools)
-        for lab in labs
+        lab.id: replace(lab_harness(kit, lab, build_dir, run_config), tools=tools) for lab in labs
     }
     recipes = [
         [list(c.argv) for c in h.compiles] + [list(link.argv) for link in h.links]
@@ -139,26 +128,27 @@ def _object_tools(build_dir: Path) -> ObjectTools:
     return ObjectTools(nm=found.get("CMAKE_NM", "nm"), readelf=found.get("CMAKE_READELF", "readelf"))
 
 
-def _read_compile_commands(build_dir: Path) -> list[dict]:
-    path = build_dir / "compile_commands.json"
+def read_manifest(build_dir: Path, lab: Lab) -> dict:
+    """The lab's manifest as the kit's build wrote it; GraderError when it is missing, of
+    another format, or not the lab's."""
+    path = build_dir / MANIFESTS / f"{lab.tag}.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
         raise GraderError(
-            f"kit problem: {path} is missing or unreadable ({error}); the harness must be "
-            "configured with -DKIT_RECORD_COMMANDS=ON"
+            f"the kit's build wrote no manifest for lab {lab.id} ({path}): its CMakeLists.txt must "
+            "call kit_add_lab() (docs/tas.md, 'Adding a lab')"
         ) from None
-
-
-def _read_link_records(folder: Path) -> list[tuple[Path, list[str]]]:
-    records = []
-    for path in sorted(folder.glob("*.link")):
-        fields = path.read_bytes().split(b"\0")
-        if fields and fields[-1] == b"":
-            fields.pop()
-        if len(fields) >= 2:
-            records.append((Path(fields[0].decode()), [field.decode() for field in fields[1:]]))
-    return records
+    except (OSError, ValueError) as error:
+        raise GraderError(f"the manifest of lab {lab.id} ({path}) is unreadable: {error}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise GraderError(
+            f"the manifest of lab {lab.id} ({path}) is not of format {MANIFEST_FORMAT}; "
+            "rebuild the kit with this grader's cmake/ folder"
+        )
+    if manifest.get("lab") != lab.id or manifest.get("slug") != lab.slug:
+        raise GraderError(f"{path} describes lab {manifest.get('slug')}, not {lab.slug}")
+    return manifest
 
 
 def _argv(entry: dict) -> list[str]:
@@ -193,76 +183,65 @@ def _inline_options_files(argv: list[str], cwd: Path) -> list[str]:
     return out
 
 
-def _lab_harness(
-    kit: Kit,
-    lab: Lab,
-    build_dir: Path,
-    compile_entries: list[dict],
-    link_records: list[tuple[Path, list[str]]],
-    run_config: RunConfig,
-) -> LabHarness:
-    lab_dir = kit.lab_dir(lab).resolve()
+def lab_harness(kit: Kit, lab: Lab, build_dir: Path, run_config: RunConfig) -> LabHarness:
+    try:
+        manifest = read_manifest(build_dir, lab)
+    except GraderError as error:
+        return LabHarness(lab, problem=f"kit problem, not yours: {error}")
     compiles = []
-    data_files: dict[str, str] = {}
-    probe = None
-    for entry in compile_entries:
-        file = Path(entry["file"]).resolve()
+    for entry in manifest["compile"]:
         argv = _argv(entry)
-        if file.parent == lab_dir and file.name in lab.student_files:
-            output = argv[argv.index("-o") + 1] if "-o" in argv else entry.get("output", "")
-            compiles.append(
-                CompileRecipe(file.name, tuple(argv), Path(entry["directory"]), entry["file"], output)
+        compiles.append(
+            CompileRecipe(
+                Path(entry["file"]).name,
+                tuple(argv),
+                Path(entry["directory"]),
+                entry["file"],
+                entry["output"],
             )
-            continue
-        # The tests' compile definitions name their data file and their probe.
-        for arg in argv:
-            match = PATH_DEFINE.match(arg)
-            if match and f"/{lab.slug}/" in str(file):
-                variable, value = match.groups()
-                if variable == "KIT_PROBE_PATH":
-                    probe = Path(value).name
-                elif Path(value).name in lab.student_files:
-                    data_files[variable] = Path(value).name
-    kernels_name = f"lib{lab.tag}_kernels.a"
-    # The records of earlier builds stay (a build with nothing to relink writes none), so only
-    # the executables this one has: a probe built by an earlier run with a GPU is not relinked
-    # for every submission of a run without one.
-    worker = f"{lab.tag}_worker"
-    wanted = {
-        lab.executable,
-        worker,
-        *([lab.charts.target] if lab.charts is not None else []),
-        *([probe] if probe else []),
-    }
+        )
+    kernels = Path(manifest["kernels"])
     links = []
-    for cwd, argv in link_records:
-        kernels = next((arg for arg in argv if Path(arg).name == kernels_name), None)
-        if kernels is not None and "-o" in argv and Path(argv[argv.index("-o") + 1]).name in wanted:
-            output = argv[argv.index("-o") + 1]
-            links.append(LinkRecipe(Path(output).name, tuple(argv), cwd, kernels, output))
-    split = any(link.executable == worker for link in links)
-    exe = build_dir / "bin" / lab.executable
+    for entry in manifest["link"]:
+        argv = entry["arguments"]
+        cwd = Path(entry["directory"])
+        # The kernel library as the link names it (often relative to its folder).
+        library = next((arg for arg in argv if (cwd / arg).resolve() == kernels.resolve()), None)
+        output = argv[argv.index("-o") + 1] if "-o" in argv else None
+        if library is None or output is None:
+            return LabHarness(
+                lab,
+                problem=f"kit problem, not yours: the manifest's link of {entry['program']} names "
+                f"no {kernels.name} or no -o",
+            )
+        links.append(LinkRecipe(entry["program"], tuple(argv), cwd, library, output))
+    worker = Path(manifest["worker"]).name if manifest["worker"] else None
+    tests = Path(manifest["tests"])
     harness = LabHarness(
         lab,
         tuple(sorted(compiles, key=lambda recipe: recipe.name)),
         tuple(sorted(links, key=lambda recipe: recipe.executable)),
-        data_files=tuple(sorted(data_files.items())),
-        probe=probe,
-        worker=worker if split else None,
-        judge=exe if split else None,
+        data_files=((ANSWERS_VARIABLE, manifest["answers"]),) if manifest["answers"] else (),
+        probe=Path(manifest["probe"]).name if manifest["probe"] else None,
+        worker=worker,
+        judge=tests if worker else None,
     )
-    compiled = {recipe.name for recipe in compiles} | set(data_files.values())
-    missing = [name for name in lab.student_files if name not in compiled]
-    if missing or not any(link.executable in (lab.executable, worker) for link in links):
-        what = (
-            f"no compile command for {', '.join(missing)}"
-            if missing
-            else f"no link record for {lab.executable}"
+    compiled = {recipe.name for recipe in compiles} | {manifest["answers"]}
+    missing = [name for name in lab.student_files if name not in compiled and not _is_header(name)]
+    if missing:
+        return replace(
+            harness,
+            problem="kit problem, not yours: the lab's manifest compiles no "
+            + ", ".join(missing)
+            + " (rubric.toml's student_files and the lab's build disagree)",
         )
-        return replace(harness, problem=f"kit problem, not yours: the harness build has {what}")
     try:
-        listed = tuple(list_tests(exe, build_dir, run_config))
+        listed = tuple(list_tests(tests, build_dir, run_config))
         check_rubric_against_listing(lab, {test.name for test in listed}, has_hidden_tests=kit.has_solutions)
     except GraderError as error:
         return replace(harness, problem=f"kit problem, not yours: {error}")
     return replace(harness, tests=listed)
+
+
+def _is_header(name: str) -> bool:
+    return Path(name).suffix in (".h", ".hpp", ".cuh")

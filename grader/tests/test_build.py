@@ -18,7 +18,7 @@ from grader.pipeline.build import (
     configure_command,
     trim_log,
 )
-from grader.pipeline.harness import harness_targets, prepare_harness
+from grader.pipeline.harness import harness_targets, lab_harness, prepare_harness
 
 
 def harness_for(fake_kit, tmp_path, config=None):
@@ -91,7 +91,6 @@ def test_the_harness_records_each_labs_compile_and_link_and_lists_its_tests(fake
     assert "kernel speed is close to the reference kernel" in {test.name for test in lab02.tests}
     speed = next(test for test in lab02.tests if test.name == "kernel speed is close to the reference kernel")
     assert speed.tags == ("lab02", "performance", "gpu")
-    assert "-DKIT_RECORD_COMMANDS=ON" in (tmp_path / "harness" / "CMakeCache.txt").read_text()
 
 
 def test_the_harness_builds_only_what_the_graded_labs_need(fake_kit, tmp_path):
@@ -99,11 +98,11 @@ def test_the_harness_builds_only_what_the_graded_labs_need(fake_kit, tmp_path):
     lab02 = [lab for lab in fake_kit.kit.labs if lab.id == "02"]
     harness = prepare_harness(fake_kit.kit, lab02, tmp_path / "harness", options.build, options.run)
     assert harness.labs["02"].problem is None
-    records = sorted(path.name for path in (tmp_path / "harness" / "kit-link-commands").iterdir())
-    assert records == ["lab02_tests.link"]  # lab 03 was not built
-    assert harness_targets(lab02) == ["lab02_tests"]
+    manifests = sorted(path.name for path in (tmp_path / "harness" / "kit-manifests").iterdir())
+    assert manifests == ["lab02.json"]  # lab 03 was not built
+    assert harness_targets(lab02) == ["lab02_manifest"]
     cache = (tmp_path / "harness" / "CMakeCache.txt").read_text().splitlines()
-    assert "-DKIT_HARNESS_TARGETS=lab02_tests" in cache
+    assert "-DKIT_HARNESS_TARGETS=lab02_manifest" in cache
 
 
 def test_every_harness_run_says_whether_to_build_the_probes(fake_kit, tmp_path):
@@ -126,14 +125,16 @@ def test_a_graded_lab_the_kit_does_not_build_is_that_labs_problem_only(fake_kit,
     assert harness.labs["03"].problem  # graded as a kit problem; lab 02 is graded as usual
 
 
-def test_link_records_of_executables_this_build_does_not_have_are_not_followed(fake_kit, tmp_path):
-    # A probe an earlier run built (with a GPU) left its record; this build has no probe.
-    records = tmp_path / "harness" / "kit-link-commands"
-    records.mkdir(parents=True)
-    stale = [str(tmp_path / "harness"), "cc", "labs/02_demo/liblab02_kernels.a", "-o", "bin/lab02_probe"]
-    (records / "lab02_probe.link").write_bytes(b"\0".join(part.encode() for part in stale) + b"\0")
-    harness = harness_for(fake_kit, tmp_path)
-    assert [link.executable for link in harness.labs["02"].links] == ["lab02_tests"]
+def test_a_lab_whose_manifest_is_missing_or_of_another_format_is_that_labs_problem(fake_kit, tmp_path):
+    harness_for(fake_kit, tmp_path)
+    manifests = tmp_path / "harness" / "kit-manifests"
+    (manifests / "lab03.json").unlink()
+    manifest = json.loads((manifests / "lab02.json").read_text())
+    (manifests / "lab02.json").write_text(json.dumps({**manifest, "format": 0}))
+    kit = fake_kit.kit
+    labs = {lab.id: lab_harness(kit, lab, tmp_path / "harness", fake_kit.options().run) for lab in kit.labs}
+    assert "wrote no manifest for lab 03" in (labs["03"].problem or "")
+    assert "not of format 1" in (labs["02"].problem or "")
 
 
 def test_a_kit_that_does_not_configure_stops_the_run_as_a_kit_problem(fake_kit, tmp_path):

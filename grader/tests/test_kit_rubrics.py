@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from itertools import zip_longest
 from pathlib import Path
 
 import pytest
 
+from grader.pipeline.harness import lab_harness
 from grader.pipeline.run import ALONE_TAG, RunConfig, list_tests
 from grader.rubric import check_rubric_against_listing, find_kit_root, load_kit
 
@@ -88,3 +90,31 @@ def test_the_alone_rule_reads_the_test_cases_that_need_it() -> None:
     assert "each launch asks for exactly the dynamic shared memory its configuration needs" in names
     assert "dynamic kernel speed is close to the reference kernel" in names
     assert "dynamic kernel reads and writes nothing outside its matrices" not in names
+
+
+@pytest.mark.parametrize("lab", KIT.labs, ids=lambda lab: lab.tag)
+def test_every_labs_manifest_gives_the_grader_what_it_needs_to_rebuild_the_lab(lab, tmp_path: Path) -> None:
+    """The contract between CMake and the grader (docs/design/build.md, "The lab manifest"): the
+    grader's harness reads only the manifest, so every lab's must name a compile command for each
+    student file and a link command that, followed with the kernels library in place of a
+    submission's objects, links the program again."""
+    harness = lab_harness(KIT, lab, Path(BUILD), RunConfig(timeout=60))
+    assert harness.problem is None, harness.problem
+    code_files = sorted(name for name in lab.student_files if not name.endswith(".toml"))
+    assert [recipe.name for recipe in harness.compiles] == code_files
+    for recipe in harness.compiles:
+        assert Path(recipe.source).is_file() and Path(recipe.source).parent.name == lab.slug
+        assert recipe.source in recipe.argv and any(recipe.output in arg for arg in recipe.argv)
+    programs = {link.executable for link in harness.links}
+    assert (harness.worker or lab.executable) in programs
+    if lab.charts is not None:
+        assert lab.charts.target in programs
+    answers = [name for name in lab.student_files if name.endswith(".toml")]
+    assert [name for _, name in harness.data_files] == answers
+    for link in harness.links:
+        kernels = (link.cwd / link.kernels).resolve()
+        relinked = tmp_path / link.executable
+        done = subprocess.run(
+            link.command([kernels], relinked), cwd=link.cwd, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0 and relinked.is_file(), done.stderr[-2000:]

@@ -4,12 +4,11 @@
 - configure (-S SRC -B BUILD): records its arguments.
 - --build BUILD --target T (the student's in-place build, `check`): compiles the lab's *.cu of
   T's lab and links T.
-- --build BUILD [--target T ...]: as above for every target named (kit_harness: those of
-  -DKIT_HARNESS_TARGETS that the fake kit has, as the grader's harness build asks), else every
-  target of
+- --build BUILD [--target T ...]: as above for every target named (kit_harness: the labs of
+  the labNN_manifest targets in -DKIT_HARNESS_TARGETS that the fake kit has, as the grader's
+  harness build asks), else every target of
   <SRC>/fake_kit.json ({target: {"slug", "tests": [...], "data_files": {variable: name}}}),
-  and leaves the records the real harness build leaves: compile_commands.json and
-  kit-link-commands/<target>.link.
+  and writes each lab's manifest, kit-manifests/labNN.json, as cmake/KitManifest.cmake does.
 
 A student file steers the outcome with comment lines the screen lets through:
     // FAKE-OUTCOME: <behaviour> | <test name>     (see fake_catch2.py for behaviours)
@@ -40,25 +39,22 @@ def configure(args):
     return 0
 
 
-def build_target(source, build_dir, target, spec, commands):
+def build_target(source, build_dir, target, spec):
     lab_dir = source / "labs" / spec["slug"]
     tag = "lab" + spec["slug"][:2]
     objects = []
+    compiles = []
     for student_file in sorted(lab_dir.glob("*.cu")):
         obj = f"labs/{spec['slug']}/{student_file.name}.o"
         argv = [str(HERE / "fake_cc.py"), "-c", str(student_file), "-o", obj]
-        commands.append({"directory": str(build_dir), "command": " ".join(argv), "file": str(student_file)})
+        compiles.append(
+            {"directory": str(build_dir), "command": " ".join(argv), "file": str(student_file), "output": obj}
+        )
         (build_dir / obj).parent.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(argv, cwd=build_dir)
         if done.returncode != 0:
             return done.returncode
         objects.append(build_dir / obj)
-    # A lab's data files (an answers sheet): named to the tests by a compile definition, as the
-    # kit's CMake does; the tests' source is not compiled here.
-    for variable, name in sorted(spec.get("data_files", {}).items()):
-        tests = lab_dir / "tests" / "test_data.cpp"
-        argv = [str(HERE / "fake_cc.py"), f'-D{variable}="{lab_dir / name}"', "-c", str(tests), "-o", "t.o"]
-        commands.append({"directory": str(build_dir), "arguments": argv, "file": str(tests)})
     library = build_dir / "labs" / spec["slug"] / f"lib{tag}_kernels.a"
     library.write_text("".join(path.read_text() for path in objects))
     argv = [
@@ -71,11 +67,24 @@ def build_target(source, build_dir, target, spec, commands):
         "-o",
         f"bin/{target}",
     ]
-    records = build_dir / "kit-link-commands"
-    records.mkdir(exist_ok=True)
-    (records / f"{target}.link").write_bytes(
-        b"\0".join(part.encode() for part in [str(build_dir), *argv]) + b"\0"
-    )
+    answers = sorted(spec.get("data_files", {}).values())
+    manifest = {
+        "format": 1,
+        "lab": spec["slug"][:2],
+        "slug": spec["slug"],
+        "sources": [entry["file"] for entry in compiles],
+        "kernels": str(library),
+        "tests": str(build_dir / "bin" / target),
+        "worker": "",
+        "probe": "",
+        "answers": answers[0] if answers else "",
+        "programs": [target],
+        "compile": compiles,
+        "link": [{"directory": str(build_dir), "arguments": argv, "program": target}],
+    }
+    manifests = build_dir / "kit-manifests"
+    manifests.mkdir(exist_ok=True)
+    (manifests / f"{tag}.json").write_text(json.dumps(manifest, indent=1))
     return subprocess.run(argv, cwd=build_dir).returncode
 
 
@@ -89,21 +98,19 @@ def build(args):
         named = args[args.index("--target") + 1 :]
         targets = named[: next((i for i, arg in enumerate(named) if arg.startswith("-")), len(named))]
     if targets == ["kit_harness"]:
-        # As the kit's CMakeLists.txt makes it: the named targets that exist.
+        # As the kit's CMakeLists.txt makes it: the labs of the named manifests that exist.
         listed = next(
             (line.split("=", 1)[1] for line in cache if line.startswith("-DKIT_HARNESS_TARGETS=")), ""
         )
-        targets = [target for target in listed.split(";") if target in specs]
-    commands: list[dict[str, str]] = []
+        wanted = [name.replace("_manifest", "_tests") for name in listed.split(";")]
+        targets = [target for target in wanted if target in specs]
     for target in targets:
         if target not in specs:
             print(f"ninja: error: unknown target '{target}'")
             return 1
-        code = build_target(source, build_dir, target, specs[target], commands)
+        code = build_target(source, build_dir, target, specs[target])
         if code != 0:
             return code
-    if "-DKIT_RECORD_COMMANDS=ON" in cache:
-        (build_dir / "compile_commands.json").write_text(json.dumps(commands, indent=1))
     return 0
 
 
