@@ -210,9 +210,9 @@ function(kit_add_lab)
 endfunction()
 
 # labNN_manifest (built by `all` and by the grader's kit_harness): writes
-# <build>/kit-manifests/labNN.json through cmake/KitManifest.cmake, once every program of the
-# lab that links the student's kernels (the tests or the worker, the probe, a chart program) is
-# linked. Here, what generating the build knows: the lab and the paths of its targets.
+# <build>/kit-manifests/labNN.json through cmake/KitManifest.cmake, once the tests and every
+# program of the lab that links the student's kernels (the tests or the worker, the probe, a
+# chart program) are linked. Here, what generating the build knows: the lab and the paths of its targets.
 function(_kit_lab_manifest)
   set(name "${_kit_lab_name}")
   get_directory_property(targets BUILDSYSTEM_TARGETS)
@@ -251,5 +251,6 @@ set(KIT_LAB_PROGRAMS [[${programs}]])
     COMMAND "${CMAKE_COMMAND}" "-DKIT_MANIFEST_IN=${manifest_in}"
             -P "${PROJECT_SOURCE_DIR}/cmake/KitManifest.cmake"
     COMMENT "Writing the manifest of lab ${_kit_lab_id}" VERBATIM)
-  add_dependencies(${name}_manifest ${programs})
+  # The tests too: a split lab's tests link no student code, yet the grader runs them.
+  add_dependencies(${name}_manifest ${programs} ${name}_tests)
 endfunction()

@@ -85,7 +85,7 @@ def test_the_readmes_table_of_labs_has_a_row_for_each_folder_of_labs_and_no_othe
 # (bench/RESULTS.md, "Shared memory and barriers"), docs/design/engine.md, "Judge and worker", or
 # [design/tests.md](design/tests.md), "Tests" (a link's target, then the section).
 CITATION = re.compile(
-    r"(bench/RESULTS\.md|architecture\.md|design/[\w-]+\.md)\)?,\s+[\"']([A-Z`][^\"']+)[\"']"
+    r"(bench/RESULTS\.md|architecture\.md|tas\.md|design/[\w-]+\.md)\)?,\s+[\"']([A-Z`][^\"']+)[\"']"
 )
 
 
@@ -93,6 +93,7 @@ def test_every_section_a_file_cites_is_a_heading_of_that_document():
     documents = {
         "bench/RESULTS.md": ROOT / "bench/RESULTS.md",
         "architecture.md": ROOT / "docs/architecture.md",
+        "tas.md": ROOT / "docs/tas.md",
         **{f"design/{path.name}": path for path in sorted((ROOT / "docs/design").glob("*.md"))},
     }
     assert len(documents) > 2, "docs/design/ holds no design document"
