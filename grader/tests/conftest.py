@@ -32,6 +32,7 @@ LAB03_TESTS = [
     ("tiled result matches the host reference", "[lab03][correctness][gpu]", 20),
 ]
 
+# The two fake labs' rubrics are alike in shape, as every rubric is: each is the file a lab ships.
 LAB02_RUBRIC = """\
 [lab]
 title = "Demo matmul"
@@ -236,3 +237,37 @@ def fake_kit(tmp_path: Path, fake_tools: Path) -> FakeKit:
 
 def dedent(text: str) -> str:
     return textwrap.dedent(text)
+
+
+@dataclass(frozen=True)
+class RealHarness:
+    """Where the tests that grade with the real kit build its harness: one temporary folder for
+    the whole session, so that each lab's harness is built once, and never the checkout's
+    build/harness. `cuda_arch` is the one they all build for, since another would rebuild it."""
+
+    folder: Path
+    cuda_arch: str | None
+
+
+@pytest.fixture(scope="session")
+def real_harness(tmp_path_factory: pytest.TempPathFactory) -> RealHarness:
+    import os
+    import subprocess
+
+    has_gpu = (
+        shutil.which("nvidia-smi") is not None
+        and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    )
+    # The GPU's own architecture where there is one (the kit's choice); else 75 alone, to be quick.
+    arch = os.environ.get("KIT_TEST_CUDA_ARCH") or (None if has_gpu else "75")
+    return RealHarness(tmp_path_factory.mktemp("harness"), arch)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`make test` where it is installed), the tests that share the real
+    kit's harness run in one worker, which builds it once; the others spread over the rest."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if "real_harness" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("real_harness"))

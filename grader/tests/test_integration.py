@@ -5,9 +5,7 @@ the tests themselves; then only the CPU tests must pass. KIT_TEST_CUDA_ARCH pick
 architecture to compile for (default: the GPU's, or 75 alone when there is none, to be quick).
 """
 
-import os
 import shutil
-import subprocess
 
 import pytest
 
@@ -22,14 +20,8 @@ KIT_ROOT = find_kit_root()
 RUBRIC = KIT_ROOT / "labs" / "02_naive_matmul" / "rubric.toml"
 
 
-def has_gpu() -> bool:
-    if not shutil.which("nvidia-smi"):
-        return False
-    return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
-
-
 @pytest.mark.integration
-def test_lab02_reference_builds_runs_and_earns_every_point_that_can_run(tmp_path):
+def test_lab02_reference_builds_runs_and_earns_every_point_that_can_run(tmp_path, real_harness):
     missing = [tool for tool in ("nvcc", "cmake") if not shutil.which(tool)]
     if missing or not RUBRIC.is_file() or not (KIT_ROOT / "solutions" / "02_naive_matmul").is_dir():
         pytest.skip(f"needs nvcc, cmake and lab 02 with its solution (missing: {missing or 'the lab'})")
@@ -38,12 +30,12 @@ def test_lab02_reference_builds_runs_and_earns_every_point_that_can_run(tmp_path
     submission = submission_from_files("reference", reference_files(kit, [lab]), kit)
     assert submission.refused == [], "the source screen refuses the reference"
 
-    arch = os.environ.get("KIT_TEST_CUDA_ARCH") or (None if has_gpu() else "75")
     options = GradeOptions(
         labs=[lab],
-        build=BuildConfig(cuda_arch=arch, timeout=1200),
+        build=BuildConfig(cuda_arch=real_harness.cuda_arch, timeout=1200),
         run=RunConfig(timeout=300),
         work_root=tmp_path,
+        harness_dir=real_harness.folder,
     )
     score = grade_submission(kit, submission, options)
 
