@@ -102,22 +102,27 @@ if [[ -z $catch2_version ]] || ! version_at_least "$catch2_version" 3.4; then
 fi
 say "Catch2 $catch2_version"
 
-# 4. Python for the grader (standard library only) and, with --dev, its tests (pytest).
+# 4. Python for the grader (standard library only) and, with --dev, its tests (pytest, and
+#    pytest-xdist, with which make test runs them in several processes).
 lint_pattern='^(ruff|mypy)=='  # the lines of grader/requirements-dev.txt for make lint: step 5
 python=python3
 command -v python3 >/dev/null || fail "python3 not found: install Python 3.11 or newer."
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
   || fail "$(python3 --version) is too old: the grader needs Python 3.11 or newer (for tomllib)."
-if [[ $dev == 1 ]] && ! python3 -c 'import pytest' 2>/dev/null; then
+if [[ $dev == 1 ]] && ! python3 -c 'import pytest, xdist' 2>/dev/null; then
   venv=$root/.venv
-  if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import pytest, markdown, pygments, jinja2' 2>/dev/null; then
-    say "the grader's test packages are not all importable; installing grader/requirements-dev.txt into $venv"
-    python3 -m venv "$venv" \
-      || fail "could not create $venv: install the venv module (apt-get install python3-venv) or pip install pytest."
-    grep -vE "$lint_pattern" "$root/grader/requirements-dev.txt" | "$venv/bin/python" -m pip install -q -r /dev/stdin \
-      || fail "could not install grader/requirements-dev.txt into $venv: check the network or pip install pytest yourself."
-  fi
   python=$venv/bin/python
+  if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import pytest, xdist, markdown, pygments, jinja2' 2>/dev/null; then
+    say "the grader's test packages are not all importable; installing grader/requirements-dev.txt into $venv"
+    if ! { python3 -m venv "$venv" \
+      && grep -vE "$lint_pattern" "$root/grader/requirements-dev.txt" | "$venv/bin/python" -m pip install -q --retries 1 --timeout 15 -r /dev/stdin; }; then
+      # Offline (the GPU image): the system's pytest, where it has one, runs the suite in one process.
+      python3 -c 'import pytest' 2>/dev/null \
+        || fail "could not install grader/requirements-dev.txt into $venv: check the network or pip install pytest yourself."
+      say "note: could not install grader/requirements-dev.txt into $venv; the system's pytest runs the tests, in one process"
+      python=python3
+    fi
+  fi
 fi
 command -v "$python" >/dev/null || [[ -x $python ]] || fail "no usable Python found"
 say "Python: $python"
