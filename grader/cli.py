@@ -116,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(kit=str(find_kit_root()))
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
 
+    # The commands' declarations below (check, grade, report, validate, bench, ...) are alike in shape
+    # only: each states its own flags and help, and the options they share are the _add_* helpers.
     check = commands.add_parser(
         "check",
         parents=[kit_option],

@@ -105,6 +105,8 @@ TEST_CASE("a load of M without its phase offset is told so by the term map",
   CHECK_THAT(first_hint(third.report), ContainsSubstring(kit::kCannotTellWhy));
 }
 
+// This test case and the ones below (the tile written over the other among them) are alike in
+// shape only: each names one mistake, its own problem and the hint it must get.
 TEST_CASE("a sum kept in an int is told so because it is right on whole numbers",
           "[common][term_map][gpu]") {
   KIT_REQUIRE_GPU();

@@ -57,6 +57,8 @@ def draw_charts(lab: Lab, source: Path, build_dir: Path, out_dir: Path, config: 
     return plot_charts(lab, source, build_dir / "bin" / lab.charts.target, out_dir)
 
 
+# Alike in shape only to BuildCache.__init__ in pipeline/build.py: both take the optional sandbox and
+# cgroups that confine what they start, as every step that runs student code does.
 def plot_charts(
     lab: Lab,
     kit_root: Path,

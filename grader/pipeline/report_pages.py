@@ -362,6 +362,8 @@ def _first_error(log: str) -> str:
     return next((line.strip() for line in log.split("\n") if line.strip()), "")
 
 
+# Takes what report.summary_text takes, and dashboard_html passes it on: the scores, titles, notes
+# and files are what every class-wide view is made from, so the three signatures stay alike.
 def dashboard_view(
     scores: list[SubmissionScore],
     lab_titles: dict[str, str],

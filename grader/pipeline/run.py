@@ -121,6 +121,7 @@ class RunConfig:
     tests_per_process: int = 1
 
 
+# Alike in shape only to Kit in rubric.py: a frozen record with a property derived from its fields.
 @dataclass(frozen=True)
 class ListedTest:
     name: str

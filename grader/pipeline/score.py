@@ -73,6 +73,7 @@ class SubmissionScore:
     error: str | None = None  # the grader failed on this submission; the scores are incomplete
     duration: float = 0.0
 
+    # Alike in shape only to LabScore's points and max_points: a submission sums its labs, a lab its tests.
     @property
     def points(self) -> float:
         return round(sum(lab.points for lab in self.labs), 2)

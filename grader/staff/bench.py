@@ -130,6 +130,8 @@ def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[Synthe
 
 def score_differences(a: dict[str, SubmissionScore], b: dict[str, SubmissionScore]) -> list[str]:
     """Every test whose points differ between two passes, as lines."""
+    # Alike in shape only to the case loop of the hostile-submissions test in tests/test_hostile.py:
+    # both walk scores by student and lab, but this one compares two passes and that one a case's verdict.
     lines = []
     for student_id, score in a.items():
         other = b.get(student_id)

@@ -59,6 +59,8 @@ MAY_PASS_KEYS = {"test", "reason"}
 REFERENCE_ID = "reference"
 
 
+# Edit and Mutant are alike in shape only to ChartSpec and Lab in rubric.py: frozen records of
+# their own fields.
 @dataclass(frozen=True)
 class Edit:
     find: str

@@ -4,6 +4,8 @@
 
 namespace kit {
 
+// Alike in shape only to TimedCalls in kit/remote.hpp: both set something up for as long as they
+// live and must not be copied.
 class CublasMatmul {
  public:
   CublasMatmul();

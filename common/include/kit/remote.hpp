@@ -407,7 +407,8 @@ inline Role judge_role(Role role, const char* worker) {
 std::vector<char> call_back(std::vector<char> request);
 
 // Decodes a call's arguments into the worker's own memory: device pointers mapped from the
-// judge's handles, host arrays in buffers that live until the reply is sent.
+// judge's handles, host arrays in buffers that live until the reply is sent. It mirrors JudgeArgs,
+// method for method: each decode stands under the same name as the encode it must match.
 class WorkerArgs {
  public:
   explicit WorkerArgs(Decoder& d) : d_(d) {}
