@@ -82,11 +82,12 @@ def render_pages(kit: Kit, out: Path, pdf: bool = True) -> Rendered:
         target = out / page.name
         target.write_text(_document(page.title, body, toc, pages), encoding="utf-8")
         written.append(target)
-    (out / "index.html").write_text(_index(kit, pages), encoding="utf-8")
+    # The index links a lab's PDF only where one is printed: without Chromium, HTML alone.
+    browser = find_chromium() if pdf else None
+    (out / "index.html").write_text(_index(kit, pages, with_pdfs=browser is not None), encoding="utf-8")
     written.insert(0, out / "index.html")
     if not pdf:
         return Rendered(written, [])
-    browser = find_chromium()
     if browser is None:
         return Rendered(written, [], "no PDFs: Chromium is not installed (apt-get install chromium)")
     pdfs = [
@@ -182,12 +183,12 @@ def _document(title: str, body: str, toc: str, pages: list[Page]) -> str:
     )
 
 
-def _index(kit: Kit, pages: list[Page]) -> str:
+def _index(kit: Kit, pages: list[Page], with_pdfs: bool) -> str:
     rows = "".join(
         f'<li><a href="{page.name}">{html.escape(page.title)}</a>'
         + (
             f' (<a href="{page.name.replace(".html", ".pdf")}">PDF</a>)'
-            if page.source.name == "README.md"
+            if with_pdfs and page.source.name == "README.md"
             else ""
         )
         + "</li>"
@@ -195,7 +196,7 @@ def _index(kit: Kit, pages: list[Page]) -> str:
     )
     body = (
         "<h1>Memory architecture and data locality: the labs</h1>"
-        "<p>Six labs on CUDA's memory types, tiling, boundary checks, dynamic shared memory and "
+        "<p>Labs on CUDA's memory types, tiling, boundary checks, dynamic shared memory and "
         "occupancy. Start with the students' guide; each lab's page is its write-up.</p>"
         f"<ul>{rows}</ul>"
     )

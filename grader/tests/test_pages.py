@@ -190,3 +190,13 @@ def test_a_write_ups_images_are_copied_and_its_links_lead_to_pages_or_kit_files(
     assert 'href="../labs/01_a/a.cu"' in relinked and 'href="#top"' in relinked
     with pytest.raises(GraderError, match="does not exist"):
         _relink(markdown.markdown("[gone](missing.md)"), page, {}, root, out)
+
+
+def test_pages_rendered_without_pdfs_link_to_none(tmp_path):
+    """Where no PDF is printed (no Chromium, or pdf=False), the index links none."""
+    out = tmp_path / "kit" / "pages"
+    result = render_pages(KIT, out, pdf=False)
+    assert result.pdf == []
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert ".pdf" not in index
+    assert all(page.name in index for page in kit_pages(KIT)[1:])
