@@ -39,14 +39,26 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
-class PlainProgress:
-    """One line per stage change and per finished submission."""
+# How often a plain log says what is running while no submission finishes: a log read later (CI,
+# a cluster's job output) shows where a long run stood, and that it still moved.
+HEARTBEAT = 30.0
 
-    def __init__(self, stream: TextIO | None = None, stages: bool = True) -> None:
+
+class PlainProgress:
+    """One line per finished submission (and per stage change with `stages`), and, every
+    `heartbeat` seconds, a line with the submissions in flight and what each is doing."""
+
+    def __init__(
+        self, stream: TextIO | None = None, stages: bool = True, heartbeat: float = HEARTBEAT
+    ) -> None:
         self.stream = stream or sys.stdout
         self.stages = stages
+        self.heartbeat = heartbeat
         self.counter = _Counter()
         self.lock = threading.Lock()
+        self.running: dict[str, str] = {}
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
 
     def _print(self, line: str) -> None:
         with self.lock:
@@ -55,13 +67,19 @@ class PlainProgress:
     def start(self, total: int, done: int) -> None:
         self.counter.total, self.counter.done = total, done
         self._print(f"grading {total} submissions" + (f" ({done} already graded: kept)" if done else ""))
+        if self.heartbeat > 0 and self._beat is None:
+            self._beat = threading.Thread(target=self._beats, daemon=True)
+            self._beat.start()
 
     def stage(self, student: str, what: str) -> None:
+        with self.lock:
+            self.running[student] = what
         if self.stages:
             self._print(f"  {student}: {what}")
 
     def finished(self, student: str, line: str) -> None:
         with self.lock:
+            self.running.pop(student, None)
             self.counter.done += 1
             self.counter.done_here += 1
             done, total, eta = self.counter.done, self.counter.total, self.counter.eta()
@@ -71,7 +89,19 @@ class PlainProgress:
         self._print(message)
 
     def close(self) -> None:
-        pass
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join(timeout=1)
+
+    def _beats(self) -> None:
+        while not self._stop.wait(self.heartbeat):
+            with self.lock:
+                running = sorted(self.running.items())
+                done, total, eta = self.counter.done, self.counter.total, self.counter.eta()
+            if running:
+                shown = "; ".join(f"{student}: {what}" for student, what in running[:8])
+                more = f"; and {len(running) - 8} more" if len(running) > 8 else ""
+                self._print(f"[{done}/{total}] grading {len(running)}: {shown}{more}  ({eta})")
 
 
 class RichProgress:
@@ -145,7 +175,7 @@ def make_progress(stream: TextIO | None = None) -> Progress:
 
 class QuietProgress(PlainProgress):
     def __init__(self) -> None:
-        super().__init__(stream=None, stages=False)
+        super().__init__(stream=None, stages=False, heartbeat=0)
 
     def _print(self, line: str) -> None:
         pass

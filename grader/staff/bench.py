@@ -100,10 +100,21 @@ def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[Synthe
     progress = PlainProgress(stages=False)
     with Engine(kit, options, progress) as engine:
         engine.harness()  # outside the timed part: built once per run, reused by every pass
-        with UsageSampler() as sampler:
-            start = sampler.started
-            scores = engine.grade_all(jobs, labs_for=lambda student_id: by_id[student_id].labs)
-            wall = time.monotonic() - start
+        progress.log(f"pass {name}:")
+        progress.start(len(jobs), 0)  # a line per student graded, and what runs every 30 s
+        try:
+            with UsageSampler() as sampler:
+                start = sampler.started
+                scores = engine.grade_all(
+                    jobs,
+                    done=lambda score: progress.finished(
+                        score.student_id, f"{format_points(score.points)}/{format_points(score.max_points)}"
+                    ),
+                    labs_for=lambda student_id: by_id[student_id].labs,
+                )
+                wall = time.monotonic() - start
+        finally:
+            progress.close()
         return Pass(
             name=name,
             wall=wall,

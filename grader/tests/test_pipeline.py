@@ -581,3 +581,23 @@ def test_a_class_graded_in_two_parts_gets_one_dashboard_and_gradebook_from_its_r
         assert 'href="bob/feedback.html"' in (out / DASHBOARD_PAGE).read_text()
     with pytest.raises(GraderError, match="not a folder make grade wrote"):
         pipeline.graded_labs(first)
+
+
+def test_a_plain_log_says_what_is_running_every_heartbeat_while_nothing_finishes(fake_kit, tmp_path):
+    """In a log (no terminal) a long run shows where it stands, not only when a student finishes."""
+    spec = fake_kit.root / "fake_kit.json"
+    spec.write_text(spec.read_text().replace('"behaviour": "pass"', '"behaviour": "sleep:0.6"'))
+    klass = tmp_path / "class"
+    for student in ("alice", "bob"):
+        folder(klass / student, {"demo.cu": GOOD_02, "other.cu": GOOD_03})
+    shown = io.StringIO()
+    progress = PlainProgress(shown, stages=False, heartbeat=0.2)
+    grade_class(fake_kit.kit, cli.find_submissions([klass]), fake_kit.options(), tmp_path / "out", progress)
+    lines = shown.getvalue().splitlines()
+    beats = [line for line in lines if re.match(r"\[\d/2\] grading [12]: ", line)]
+    assert beats, lines
+    assert any(re.search(r"(alice|bob): lab0[23]: running ", line) for line in beats), beats
+    assert not any("  alice: " in line for line in lines)  # stages=False: no line per stage
+    count = len(lines)
+    time.sleep(0.5)
+    assert len(shown.getvalue().splitlines()) == count, "the heartbeat went on after the run"
