@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TypeVar
@@ -130,6 +131,14 @@ def _never() -> bool:
     return False
 
 
+# Which submission a job is for, in the order the run took them up (0 first). Where a slot
+# frees, the job of the earliest submission that can use it goes first, so that a class's
+# reports come out one after another from the first minutes instead of all at the end; later
+# submissions fill what the earlier ones leave idle. The engine sets it in each submission's
+# thread, and the threads that run its tests inherit it (contextvars.copy_context).
+SUBMISSION_ORDER: ContextVar[int] = ContextVar("submission_order", default=0)
+
+
 class Scheduler:
     def __init__(
         self,
@@ -154,7 +163,10 @@ class Scheduler:
         self._cpu_used = 0
         self._held = 0  # leases not yet released, parked ones included
         self.stopped = False
-        self._gpu_jobs_waiting: list[float | None] = []  # expected seconds of each, None unknown
+        # Each waiting job's submission (SUBMISSION_ORDER) and, for a GPU job, its expected
+        # seconds (None: unknown).
+        self._cpu_jobs_waiting: list[int] = []
+        self._gpu_jobs_waiting: list[tuple[int, float | None]] = []
         self._durations: dict[str, list[float]] = {}
         self._changed = threading.Condition()
         self.stats = SchedulerStats()
@@ -275,25 +287,43 @@ class Scheduler:
     def _acquire(self, need: Need, key: str | None) -> Lease:
         if need is Need.GPU and not self._lanes:
             need = Need.CPU  # no GPU here: the test runs (and skips itself) on a CPU slot
+        order = SUBMISSION_ORDER.get()
         with self._changed:
             if need is Need.CPU:
-                self._changed.wait_for(lambda: self.stopped or self._cpu_free_for_cpu_job())
+                self._cpu_jobs_waiting.append(order)
+                try:
+                    self._changed.wait_for(
+                        lambda: (
+                            self.stopped
+                            or (self._cpu_free_for_cpu_job() and order <= min(self._cpu_jobs_waiting))
+                        )
+                    )
+                finally:
+                    self._cpu_jobs_waiting.remove(order)
+                    # The next in line may now go, if a slot is left: it looked while this one waited.
+                    self._changed.notify_all()
                 self._raise_if_stopped()
                 self._cpu_used += 1
                 self._held += 1
                 self._count(need.value, self._cpu_used)
                 return Lease(need, None, key, self._clock())
             expected = self._expected_or_longest(key)
-            self._gpu_jobs_waiting.append(expected)
+            waiting = (order, expected)
+            self._gpu_jobs_waiting.append(waiting)
             try:
                 lane = self._changed.wait_for(
                     lambda: (
                         self.stopped
-                        or (self._lane_for(expected) if self._cpu_used < self.cpu_slots else None)
+                        or (
+                            self._lane_for(expected)
+                            if self._cpu_used < self.cpu_slots and not self._earlier_gpu_job_fits(order)
+                            else None
+                        )
                     )
                 )
             finally:
-                self._gpu_jobs_waiting.remove(expected)
+                self._gpu_jobs_waiting.remove(waiting)
+                self._changed.notify_all()
             self._raise_if_stopped()
             assert isinstance(lane, _Lane)
             lease = Lease(need, lane.gpu, key, self._clock())
@@ -303,13 +333,19 @@ class Scheduler:
             self._count(need.value, sum(lane.running for lane in self._lanes))
             return lease
 
+    def _earlier_gpu_job_fits(self, order: int) -> bool:
+        """Whether a waiting GPU job of an earlier submission could start now: it goes first."""
+        return any(
+            earlier < order and self._lane_for(expected) for earlier, expected in self._gpu_jobs_waiting
+        )
+
     def _raise_if_stopped(self) -> None:
         if self.stopped:
             raise Stopped("the grading run was stopped")
 
     def _cpu_free_for_cpu_job(self) -> bool:
         # A GPU test that could start now goes first: an idle GPU is what a class waits for.
-        gpu_test_ready = any(self._lane_for(expected) for expected in self._gpu_jobs_waiting)
+        gpu_test_ready = any(self._lane_for(expected) for _, expected in self._gpu_jobs_waiting)
         return self._cpu_used < self.cpu_slots and not gpu_test_ready
 
     def _lane_for(self, expected: float | None) -> _Lane | None:
@@ -365,7 +401,7 @@ class Scheduler:
                     self._changed.notify_all()
                 idle = not lane.window_open and lane.running == 0
                 job_could_start = self._cpu_used < self.cpu_slots and any(
-                    self._fits(lane, expected) for expected in self._gpu_jobs_waiting
+                    self._fits(lane, expected) for _, expected in self._gpu_jobs_waiting
                 )
                 if idle and (lane.draining or not job_could_start):
                     granted = True

@@ -28,7 +28,7 @@ from ..confine.cgroups import Cgroups
 from ..confine.cgroups import detect as detect_cgroups
 from ..confine.proc import kill_started_groups
 from ..confine.sandbox import Sandbox, detect, tool_folders
-from ..engine.schedule import Need, Scheduler, Stopped, result_of, visible_gpus
+from ..engine.schedule import SUBMISSION_ORDER, Need, Scheduler, Stopped, result_of, visible_gpus
 from ..errors import GraderError
 from ..progress import PlainProgress, Progress, QuietProgress
 from ..rubric import Kit, Lab, check_rubric_against_listing
@@ -331,7 +331,8 @@ class Engine:
         from the grading thread as each finishes (reports are written there), but not once the
         run is stopped (a Ctrl-C here, stop_run): what they graded meanwhile may hold killed tests."""
 
-        def one(student_id: str, collect: Callable[[], Submission]) -> SubmissionScore:
+        def one(order: int, student_id: str, collect: Callable[[], Submission]) -> SubmissionScore:
+            SUBMISSION_ORDER.set(order)  # the earliest submission's jobs go first (engine/schedule.py)
             score = SubmissionScore(student_id)
             try:
                 self.progress.stage(student_id, "collecting")
@@ -359,7 +360,8 @@ class Engine:
         self.harness()  # once, before anything runs: a kit that does not build stops the run here
         with stoppable_pool(self.scheduler, self.in_flight) as submissions:
             futures = {
-                student_id: submissions.submit(one, student_id, collect) for student_id, collect in jobs
+                student_id: submissions.submit(one, order, student_id, collect)
+                for order, (student_id, collect) in enumerate(jobs)
             }
             return {student_id: result_of(future) for student_id, future in futures.items()}
 

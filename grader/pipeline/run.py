@@ -12,6 +12,7 @@ code of 0 without that report is a crash, never a pass.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import re
 import signal
@@ -280,8 +281,17 @@ def run_tests(
         test for test in tests if test.needs_gpu and ALONE_TAG not in test.tags and _plain_name(test.name)
     ]
     grouped = grouped if size > 1 else []
-    singles = {test.name: pool.submit(one, test) for test in tests if test not in grouped}
-    groups = [pool.submit(together, grouped[start : start + size]) for start in range(0, len(grouped), size)]
+    # Each in a copy of this thread's context: the tests run for the submission this thread does
+    # (SUBMISSION_ORDER, engine/schedule.py).
+    singles = {
+        test.name: pool.submit(contextvars.copy_context().run, one, test)
+        for test in tests
+        if test not in grouped
+    }
+    groups = [
+        pool.submit(contextvars.copy_context().run, together, grouped[start : start + size])
+        for start in range(0, len(grouped), size)
+    ]
     results = {name: result_of(future) for name, future in singles.items()}
     for future in groups:
         settled: dict[str, Outcome] = result_of(future)

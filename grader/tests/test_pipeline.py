@@ -8,6 +8,7 @@ import shutil
 import time
 import zipfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -601,3 +602,22 @@ def test_a_plain_log_says_what_is_running_every_heartbeat_while_nothing_finishes
     count = len(lines)
     time.sleep(0.5)
     assert len(shown.getvalue().splitlines()) == count, "the heartbeat went on after the run"
+
+
+def test_reports_come_out_in_the_order_the_submissions_were_taken_up(fake_kit, tmp_path):
+    """Four submissions in flight on two slots: the earliest one's tests go first wherever it can
+    use a slot, so reports stream out one after another rather than all at the end."""
+    spec = fake_kit.root / "fake_kit.json"
+    spec.write_text(spec.read_text().replace('"behaviour": "pass"', '"behaviour": "sleep:0.15"'))
+    klass = tmp_path / "class"
+    students = ["s0", "s1", "s2", "s3"]
+    for student in students:
+        folder(klass / student, {"demo.cu": GOOD_02, "other.cu": GOOD_03})
+    shown = io.StringIO()
+    options = replace(fake_kit.options(), in_flight=4)
+    grade_class(fake_kit.kit, cli.find_submissions([klass]), options, tmp_path / "out", PlainProgress(shown))
+    finished = [m.group(1) for m in re.finditer(r"^\[\d/4\] (s\d): ", shown.getvalue(), re.MULTILINE)]
+    # As taken up on an idle machine; a busy one may let a build of the next submission end first.
+    assert sorted(finished) == students and finished[0] in ("s0", "s1") and finished[-1] in ("s2", "s3"), (
+        finished
+    )

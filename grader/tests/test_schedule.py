@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.engine.schedule import Need, Scheduler, Stopped, need_for_tags, result_of
+from grader.engine.schedule import SUBMISSION_ORDER, Need, Scheduler, Stopped, need_for_tags, result_of
 from grader.pipeline.run import ListedTest, RunConfig, run_tests
 
 from .conftest import write_fake_catch2
@@ -812,3 +812,34 @@ def test_a_signal_another_thread_receives_is_handled_while_the_main_thread_waits
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
         signal.signal(signal.SIGUSR1, previous)
         pool.shutdown(wait=True)
+
+
+@pytest.mark.parametrize("need", [Need.CPU, Need.GPU])
+def test_a_freed_slot_goes_to_the_waiting_job_of_the_earliest_submission(need):
+    """So that reports come out one after another: a later submission's job waits while an
+    earlier one's could use the slot, whichever asked first."""
+    scheduler = Scheduler(
+        cpu_slots=4 if need is Need.GPU else 1, gpus=["0"] if need is Need.GPU else [], gpu_slots=1
+    )
+    granted: list[int] = []
+
+    def job(order: int) -> None:
+        SUBMISSION_ORDER.set(order)
+        with scheduler.hold(need):
+            granted.append(order)
+            time.sleep(0.02)
+
+    holding = scheduler.hold(need)
+    holding.__enter__()
+    threads = []
+    for order in (3, 1, 2):  # asked in this order, each once the one before is waiting
+        threads.append(threading.Thread(target=job, args=(order,)))
+        threads[-1].start()
+        deadline = time.monotonic() + 5
+        waiting = lambda: len(scheduler._cpu_jobs_waiting) + len(scheduler._gpu_jobs_waiting)  # noqa: E731
+        while waiting() < len(threads) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    holding.__exit__(None, None, None)
+    for thread in threads:
+        thread.join(timeout=5)
+    assert granted == [1, 2, 3]
