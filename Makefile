@@ -41,6 +41,7 @@ labs_arg = $(if $(LABS),--labs $(LABS),)
 # harness run in one of them (grader/tests/conftest.py). Elsewhere (the GPU image) in one.
 pytest_workers = $(shell $(PY) -c 'import os, xdist; print(f"-n {min(os.cpu_count() or 1, 4)} --dist loadgroup")' 2>/dev/null)
 out_arg = $(if $(OUT),--out $(OUT),)
+harness_arg = $(if $(HARNESS),--harness-dir $(HARNESS),)
 submission_arg = $(if $(SUBMISSION),--submission $(SUBMISSION),)
 # make grade GRADEBOOK=canvas ROSTER=roster.csv [ROSTER_ID="SIS Login ID"]: the LMS's import file too.
 gradebook_arg = $(if $(GRADEBOOK),--gradebook $(GRADEBOOK),) $(if $(ROSTER),--roster $(ROSTER),) \
@@ -89,7 +90,7 @@ submit: setup
 	$(PY) -m grader submit --lab $(LAB)
 
 grade: setup
-	$(PY) -m grader grade $(labs_arg) $(out_arg) $(submission_arg) $(gradebook_arg) $(SUBMISSIONS)
+	$(PY) -m grader grade $(labs_arg) $(out_arg) $(submission_arg) $(gradebook_arg) $(harness_arg) $(SUBMISSIONS)
 
 # make report OUT=grades/run [GRADEBOOK=canvas ROSTER=roster.csv]: the class files again, from the
 # reports in OUT (a class graded in parts and copied together, or a new roster).

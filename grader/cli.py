@@ -165,6 +165,12 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument(
         "--work-dir", metavar="DIR", help="where work folders go (default: the system temp folder)"
     )
+    grade.add_argument(
+        "--harness-dir",
+        metavar="DIR",
+        help="the build folder of the kit, built once for the run and kept for the next "
+        "(default: build/harness in the kit)",
+    )
     _add_limits(grade)
     _add_grouping(grade)
     grade.set_defaults(command=run_grade)
@@ -430,6 +436,7 @@ def _grade_options(kit: Kit, args: argparse.Namespace) -> GradeOptions:
         gpus=gpus,
         gpu_slots=args.gpu_slots,
         regrade=getattr(args, "regrade", False),
+        harness_dir=Path(args.harness_dir).resolve() if getattr(args, "harness_dir", None) else None,
         confine=not getattr(args, "unconfined", False),
     )
 

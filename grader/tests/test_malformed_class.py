@@ -124,7 +124,7 @@ def full(lab: LabScore) -> bool:
 
 
 @pytest.mark.integration
-def test_a_class_of_malformed_uploads_costs_only_themselves_through_make_grade(tmp_path):
+def test_a_class_of_malformed_uploads_costs_only_themselves_through_make_grade(tmp_path, real_harness):
     missing = [tool for tool in ("nvcc", "cmake", "make") if not shutil.which(tool)]
     if missing or not (KIT_ROOT / "solutions").is_dir():
         pytest.skip(f"needs nvcc, cmake, make and solutions/ (missing: {missing or 'solutions/'})")
@@ -138,7 +138,15 @@ def test_a_class_of_malformed_uploads_costs_only_themselves_through_make_grade(t
     expected = make_class(klass, reference, skeleton)
     try:
         done = subprocess.run(
-            ["make", "--no-print-directory", "grade", f"SUBMISSIONS={klass}", f"OUT={out}", "LABS=06"],
+            [
+                "make",
+                "--no-print-directory",
+                "grade",
+                f"SUBMISSIONS={klass}",
+                f"OUT={out}",
+                "LABS=06",
+                f"HARNESS={real_harness.folder}",
+            ],
             cwd=KIT_ROOT,
             capture_output=True,
             text=True,

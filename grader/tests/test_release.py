@@ -125,7 +125,7 @@ def test_a_student_builds_checks_and_submits_lab_02_from_the_unpacked_kit(unpack
         assert archive.namelist() == [f"labs/{LAB02.slug}/{name}" for name in LAB02.student_files]
 
 
-def test_a_zip_from_submit_grades_exactly_as_the_same_files_in_a_folder(unpacked, tmp_path):
+def test_a_zip_from_submit_grades_exactly_as_the_same_files_in_a_folder(unpacked, tmp_path, real_harness):
     reference = reference_files(KIT, [LAB06])
     for name, data in reference.items():
         (unpacked / name).write_bytes(data)
@@ -136,9 +136,10 @@ def test_a_zip_from_submit_grades_exactly_as_the_same_files_in_a_folder(unpacked
         (folder / Path(name).name).write_bytes(data)
     options = GradeOptions(
         labs=[LAB06],
-        build=BuildConfig(cuda_arch=os.environ.get("KIT_TEST_CUDA_ARCH") or "75", timeout=240),
+        build=BuildConfig(cuda_arch=real_harness.cuda_arch, timeout=240),
         run=RunConfig(timeout=30),
         work_root=tmp_path / "work",
+        harness_dir=real_harness.folder,
     )
     entries = find_submissions([tmp_path / "class"], [])
     scores = {s.student_id: s for s in grade_class(KIT, entries, options, tmp_path / "out", QuietProgress())}
