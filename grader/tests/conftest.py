@@ -305,3 +305,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return 0 if item.nodeid.startswith("grader/tests/test_hostile.py") else 2
 
     items.sort(key=turn)
+
+
+def skip_unless_the_real_kit_grades_here(*tools: str, sandbox: bool = True) -> None:
+    """Skips the calling test where the real kit cannot be built and graded: nvcc, cmake (and
+    `tools`) not on PATH, no solutions/ in this checkout, or, with `sandbox`, no sandbox."""
+    from grader.confine.sandbox import detect
+    from grader.rubric import find_kit_root
+
+    missing = [tool for tool in ("nvcc", "cmake", *tools) if not shutil.which(tool)]
+    if not (find_kit_root() / "solutions").is_dir():
+        missing.append("solutions/")
+    if missing:
+        pytest.skip(
+            f"needs nvcc, cmake, {', '.join(tools) + ', ' if tools else ''}solutions/ (missing: {', '.join(missing)})"
+        )
+    if sandbox and (check := detect()).sandbox is None:
+        pytest.skip(f"no sandbox on this machine: {check.reason}")

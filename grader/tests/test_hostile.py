@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import tarfile
 import time
 import zipfile
@@ -22,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from grader.confine.sandbox import detect
 from grader.engine.schedule import visible_gpus
 from grader.pipeline.build import BuildConfig
 from grader.pipeline.collect import find_submissions, student_id_for
@@ -32,6 +30,8 @@ from grader.pipeline.score import LabScore
 from grader.progress import QuietProgress
 from grader.rubric import find_kit_root, load_kit
 from grader.staff.mutants import reference_files
+
+from .conftest import skip_unless_the_real_kit_grades_here
 
 KIT_ROOT = find_kit_root()
 LAB02 = "labs/02_naive_matmul/naive_matmul.cu"
@@ -736,12 +736,7 @@ def test_the_corpus_has_at_least_sixty_cases_with_distinct_names():
 
 @pytest.mark.integration
 def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_marks(tmp_path, real_harness):
-    missing = [tool for tool in ("nvcc", "cmake") if not shutil.which(tool)]
-    if missing or not (KIT_ROOT / "solutions").is_dir():
-        pytest.skip(f"needs nvcc, cmake and solutions/ (missing: {missing or 'solutions/'})")
-    check = detect()
-    if check.sandbox is None:
-        pytest.skip(f"no sandbox on this machine: {check.reason}")
+    skip_unless_the_real_kit_grades_here()
     kit = load_kit(KIT_ROOT)
     labs = kit.select(["02", "06"])
     reference = reference_files(kit, labs)

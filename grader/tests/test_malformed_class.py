@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import gzip
 import os
-import shutil
 import subprocess
 import tarfile
 import zipfile
@@ -21,12 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from grader.confine.sandbox import detect
 from grader.pipeline.report import finished_score
 from grader.pipeline.score import LabScore
 from grader.rubric import find_kit_root, load_kit
 from grader.staff.mutants import reference_files
 from grader.tests.test_collect import deep_folder, remove_deep_folder, tar_header
+
+from .conftest import skip_unless_the_real_kit_grades_here
 
 KIT_ROOT = find_kit_root()
 FUTURE = 4_000_000_000  # 2096: file times a student set, which must decide nothing
@@ -125,11 +125,7 @@ def full(lab: LabScore) -> bool:
 
 @pytest.mark.integration
 def test_a_class_of_malformed_uploads_costs_only_themselves_through_make_grade(tmp_path, real_harness):
-    missing = [tool for tool in ("nvcc", "cmake", "make") if not shutil.which(tool)]
-    if missing or not (KIT_ROOT / "solutions").is_dir():
-        pytest.skip(f"needs nvcc, cmake, make and solutions/ (missing: {missing or 'solutions/'})")
-    if (check := detect()).sandbox is None:
-        pytest.skip(f"no sandbox on this machine: {check.reason}")
+    skip_unless_the_real_kit_grades_here("make")
     kit = load_kit(KIT_ROOT)
     (lab,) = kit.select(["06"])
     reference = reference_files(kit, [lab])
