@@ -267,31 +267,28 @@ class RealHarness:
 
 
 @pytest.fixture(scope="session")
-def _real_harness_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _real_harness_setup(tmp_path_factory: pytest.TempPathFactory) -> RealHarness:
+    from grader.engine.schedule import visible_gpus
+
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent  # the session's folder, above each pytest-xdist worker's own
     folder = root / "real-harness"
     folder.mkdir(exist_ok=True)
-    return folder
+    # The GPU's own architecture where there is one (the kit's choice); else 75 alone, to be quick.
+    arch = os.environ.get("KIT_TEST_CUDA_ARCH") or (None if visible_gpus() else "75")
+    return RealHarness(folder, arch)
 
 
 @pytest.fixture
-def real_harness(_real_harness_folder: Path) -> Iterator[RealHarness]:
+def real_harness(_real_harness_setup: RealHarness) -> Iterator[RealHarness]:
     """The shared harness, to one test at a time: under pytest-xdist (make test) the tests that
     use it wait for each other, whichever process runs them, while the others go on."""
     import fcntl
-    import subprocess
 
-    has_gpu = (
-        shutil.which("nvidia-smi") is not None
-        and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
-    )
-    # The GPU's own architecture where there is one (the kit's choice); else 75 alone, to be quick.
-    arch = os.environ.get("KIT_TEST_CUDA_ARCH") or (None if has_gpu else "75")
-    with open(_real_harness_folder.parent / "real-harness.lock", "w") as lock:
+    with open(_real_harness_setup.folder.parent / "real-harness.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        yield RealHarness(_real_harness_folder, arch)
+        yield _real_harness_setup
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
