@@ -226,6 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--no-serial", action="store_true", help="skip the serial pass")
     bench.add_argument(
+        "--each-alone",
+        action="store_true",
+        help="with --no-serial: compare the scores with a pass that runs each test in its own process "
+        "with the engine's slots (what the serial pass checks, sooner)",
+    )
+    bench.add_argument(
         "--repeat",
         type=int,
         default=0,
@@ -356,9 +362,9 @@ def _add_grouping(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=TESTS_PER_JUDGE,
         metavar="N",
-        help="[gpu] tests of a lab with a worker, but for those tagged [alone], run this many to a "
-        "test process, a test keeping the workers of one that passed cleanly; 1 runs each alone "
-        f"(default: {TESTS_PER_JUDGE})",
+        help="tests of a lab with a worker, but for those tagged [alone], run this many to a judge "
+        "process, a test keeping the workers of one that passed cleanly; 1 runs each alone, 0 all of "
+        f"a lab's in one (default: {TESTS_PER_JUDGE})",
     )
 
 
@@ -410,7 +416,9 @@ def _add_limits(parser: argparse.ArgumentParser) -> None:
 def _configs(args: argparse.Namespace) -> tuple[BuildConfig, RunConfig]:
     return (
         BuildConfig(cuda_arch=args.cuda_arch, timeout=args.build_timeout),
-        RunConfig(timeout=args.timeout, tests_per_process=getattr(args, "tests_per_process", 1)),
+        RunConfig(
+            timeout=args.timeout, tests_per_process=getattr(args, "tests_per_process", TESTS_PER_JUDGE)
+        ),
     )
 
 
@@ -420,8 +428,11 @@ def _grade_options(kit: Kit, args: argparse.Namespace) -> GradeOptions:
     work_root = Path(args.work_dir).resolve() if args.work_dir else None
     if args.jobs < 1 or args.gpu_slots < 1:
         raise GraderError("--jobs and --gpu-slots must be at least 1")
-    if run.tests_per_process < 1:
-        raise GraderError("--tests-per-process must be at least 1 (1 runs each test alone)")
+    if run.tests_per_process < 0:
+        raise GraderError(
+            "--tests-per-process must be 0 (a lab's shareable tests in one process) or more "
+            "(1 runs each test alone)"
+        )
     gpus = tuple(gpu.strip() for gpu in args.gpus.split(",") if gpu.strip()) if args.gpus else None
     build, note = build_for_this_machine(build, list(gpus or visible_gpus()))
     if note:
@@ -582,7 +593,8 @@ def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
     only = [name.strip() for name in args.only.split(",")] if args.only else None
     if args.copies < 1 or args.repeat < 0:
         raise GraderError("--copies must be at least 1 and --repeat at least 0")
-    return run_bench(kit, options, args.copies, not args.no_serial, args.repeat, only, args.out)
+    each_alone = args.each_alone and args.no_serial
+    return run_bench(kit, options, args.copies, not args.no_serial, args.repeat, only, args.out, each_alone)
 
 
 def run_handout(kit: Kit, args: argparse.Namespace) -> int:

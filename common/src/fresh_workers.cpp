@@ -12,6 +12,7 @@
 #include <catch2/reporters/catch_reporter_event_listener.hpp>
 #include <catch2/reporters/catch_reporter_registrars.hpp>
 
+#include "kit/gpu_gate.hpp"
 #include "kit/remote.hpp"
 
 namespace {
@@ -25,6 +26,7 @@ class FreshWorkers : public Catch::EventListenerBase {
   using Catch::EventListenerBase::EventListenerBase;
 
   void testCaseStarting(const Catch::TestCaseInfo&) override {
+    kit::between_test_cases();
     if (keep_) return;
     kit::remote::stop_worker(kit::remote::Role::student);
     kit::remote::stop_worker(kit::remote::Role::reference);

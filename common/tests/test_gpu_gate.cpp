@@ -91,3 +91,27 @@ TEST_CASE("a malformed KIT_GPU_GATE names the variable and who sets it", "[commo
                                              ContainsSubstring("grader sets it"));
   unsetenv("KIT_GPU_GATE");
 }
+
+TEST_CASE("between test cases a judge asks the gate to go on, except while it holds the GPU",
+          "[common]") {
+  FakeGate gate;
+  gate.grant_once();
+  kit::between_test_cases();
+  CHECK(gate.asked() == "C");
+  gate.grant_once();
+  {
+    const kit::ExclusiveGpu alone;
+    kit::between_test_cases();  // inside a hold: nothing asked, nothing waited for
+    CHECK(gate.asked() == "A");
+  }
+  CHECK(gate.asked() == "R");
+  unsetenv("KIT_GPU_GATE");
+  kit::between_test_cases();  // outside the grader: nothing asked
+}
+
+TEST_CASE("a gate that closes before letting the next case start is a kit problem", "[common]") {
+  FakeGate gate;
+  gate.close_grant();
+  CHECK_THROWS_WITH(kit::between_test_cases(), ContainsSubstring("kit problem") &&
+                                                   ContainsSubstring("did not let this test start"));
+}

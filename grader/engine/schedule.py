@@ -25,6 +25,10 @@ processes, and windows in which one test process has its GPU to itself.
   a job starts on the lane only if it is expected to end before the drain time (backfilling);
   a kind of job never seen before is expected to run as long as the longest kind seen so far.
   The drain then finds only jobs about to end.
+- A judge that runs several test cases (`hold(..., yields=True)`) stops before each case while
+  its lane drains or a window is open (`checkpoint`, asked through its gate), parked like a
+  window's asker. A drain then waits only for the case under way, so such a job is neither
+  expected to end by a drain time nor kept from starting by one.
 - Every GPU is a lane of its own; a job is given one GPU index, which the run stage passes to
   its process as CUDA_VISIBLE_DEVICES, so the same code uses every GPU of a node.
 
@@ -82,6 +86,7 @@ class Lease:
     key: str | None = None  # what kind of job it is, to learn how long such jobs run
     started: float = 0.0
     parked: float = 0.0  # seconds spent waiting for windows, not running
+    yields: bool = False  # stops between its cases while its lane drains (Scheduler.checkpoint)
 
 
 @dataclass
@@ -184,10 +189,11 @@ class Scheduler:
         return self.cpu_slots
 
     @contextmanager
-    def hold(self, need: Need, key: str | None = None) -> Iterator[Lease]:
+    def hold(self, need: Need, key: str | None = None, yields: bool = False) -> Iterator[Lease]:
         """A slot for one process; `key` names the kind of job (the same test of another
-        submission has the same key), so that the scheduler learns how long such jobs run."""
-        lease = self._acquire(need, key)
+        submission has the same key), so that the scheduler learns how long such jobs run.
+        `yields`: the process asks for a `checkpoint` before each of its cases."""
+        lease = self._acquire(need, key, yields)
         try:
             yield lease
         finally:
@@ -282,9 +288,31 @@ class Scheduler:
                     self.stats.spans.append(Span("parked", asked, opened, lane.gpu, lease.key))
                 self._changed.notify_all()
 
+    def checkpoint(self, lease: Lease, cancelled: Callable[[], bool] = _never) -> bool:
+        """Returns when the lease's process may start its next case: at once, unless its lane is
+        draining for a window or has one open; then it is parked (its slots lent) until the
+        lane's windows are done. False when `cancelled` turned true while waiting."""
+        if lease.gpu is None:
+            return True
+        lane = self._lane(lease.gpu)
+        with self._changed:
+            if not (lane.window_open or lane.draining):
+                return True
+            asked = self._clock()
+            self._park(lane, lease)
+            while not cancelled() and (lane.window_open or lane.draining):
+                self._changed.wait(timeout=0.1)
+            self._unpark(lane, lease)
+            resumed = self._clock()
+            lease.parked += resumed - asked
+            self.stats.parked_seconds += resumed - asked
+            self.stats.spans.append(Span("parked", asked, resumed, lane.gpu, lease.key))
+            self._changed.notify_all()
+        return not cancelled()
+
     # -----------------------------------------------------------------------------------------
 
-    def _acquire(self, need: Need, key: str | None) -> Lease:
+    def _acquire(self, need: Need, key: str | None, yields: bool = False) -> Lease:
         if need is Need.GPU and not self._lanes:
             need = Need.CPU  # no GPU here: the test runs (and skips itself) on a CPU slot
         order = SUBMISSION_ORDER.get()
@@ -306,8 +334,9 @@ class Scheduler:
                 self._cpu_used += 1
                 self._held += 1
                 self._count(need.value, self._cpu_used)
-                return Lease(need, None, key, self._clock())
-            expected = self._expected_or_longest(key)
+                return Lease(need, None, key, self._clock(), yields=yields)
+            # A job that yields stops at its next case for a drain: it fits whatever the drain time.
+            expected = None if yields else self._expected_or_longest(key)
             waiting = (order, expected)
             self._gpu_jobs_waiting.append(waiting)
             try:
@@ -326,7 +355,7 @@ class Scheduler:
                 self._changed.notify_all()
             self._raise_if_stopped()
             assert isinstance(lane, _Lane)
-            lease = Lease(need, lane.gpu, key, self._clock())
+            lease = Lease(need, lane.gpu, key, self._clock(), yields=yields)
             lane.active[id(lease)] = lease
             self._cpu_used += 1
             self._held += 1
@@ -365,7 +394,7 @@ class Scheduler:
         back that long every time)."""
         ends = [asked + self.max_defer]
         for lease in lane.active.values():
-            expected = self.expected_seconds(lease.key)
+            expected = None if lease.yields else self.expected_seconds(lease.key)
             if expected is not None:
                 ends.append(lease.started + lease.parked + expected)
         return min(max(ends), asked + 3 * self.max_defer)

@@ -59,16 +59,17 @@ ENV_KEPT_PREFIXES = ("NVIDIA_",)
 # order with the timer's events, so it is timed (CTest, without this, checks the timer's own
 # host-clock fallback for that case).
 TEST_ENV = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
-# With --tests-per-process N above 1, [gpu] tests of a split lab go N to a judge process
-# (run_test_group): the judge's CUDA context, and the workers' while their cases pass cleanly,
-# made once for them, not once each. Not those tagged [alone]: a test that runs a sanitizer or a
-# profiler over the student's code, asks for a measuring window, or counts what the student's
-# worker holds keeps a process of its own, so that none waits in a shared process behind
-# another's turn and none counts what an earlier case left (the kit's tag rule,
-# grader/tests/test_kit_rubrics.py). The default is 1, each test alone: on one H200, labs 04-06
-# graded at 16.7 student-labs a minute each test alone and at 13.8 eight to a process (bench/RESULTS.md,
-# "Tests per process"): a shared process runs long, and a window waits for it.
-TESTS_PER_JUDGE = 1
+# A split lab's tests, but for those tagged [alone], run in one judge process for each lab of a
+# submission (run_test_group; --tests-per-process N: N to a process, 1 each alone): the judge's
+# process and CUDA context, and its workers' while their cases pass cleanly, are made once for
+# the lab, not once a test, and making them is what bounds a GPU's rate of tests. The judge stops
+# before each case while its GPU is emptied for another process's measurement
+# (Scheduler.checkpoint), so a window waits for a case, not for the whole process. A test that
+# runs a sanitizer or a profiler over the student's code, asks for a measuring window, or counts
+# what the student's worker holds keeps a process of its own, so that none counts what an
+# earlier case left (the kit's tag rule, grader/tests/test_kit_rubrics.py). Without the stops,
+# eight to a process graded slower than each test alone (bench/RESULTS.md, "Tests per process").
+TESTS_PER_JUDGE = 0  # 0: every shareable test of the lab in one process
 ALONE_TAG = "alone"
 # Elements whose text explains a failure, in the order Catch2 writes them.
 MESSAGE_TAGS = ("Info", "Failure", "Exception", "FatalErrorCondition")
@@ -118,8 +119,9 @@ class RunConfig:
     output_limit: int = 64 * 1024  # bytes of console output kept per test
     sandbox: Sandbox | None = None  # how test processes are confined; None: not at all (make check)
     cgroups: Cgroups | None = None  # a cgroup per test process, with memory and process limits
-    # [gpu] tests of a split lab run this many to a judge process (run_test_group); 1: each alone.
-    tests_per_process: int = 1
+    # A split lab's shareable tests run this many to a judge process (run_test_group); 1: each
+    # alone; 0: all of them in one.
+    tests_per_process: int = TESTS_PER_JUDGE
 
 
 # Alike in shape only to Kit in rubric.py: a frozen record with a property derived from its fields.
@@ -215,15 +217,18 @@ def run_tests(
 
     reruns = RerunBudget()
 
-    def on_gpu(lease: Lease) -> tuple[GpuGate, dict[str, str]]:
-        """A [gpu] test process's gate (its windows and profiler turns on the lease's GPU) and its
-        environment."""
-        assert lease.gpu is not None
+    def gate_for(lease: Lease) -> tuple[GpuGate, dict[str, str]]:
+        """A test process's gate (its windows and profiler turns on the lease's GPU, and, for a
+        judge, the scheduler's word before each case) and its environment."""
+        judge = worker is not None
+        checkpoint = (lambda cancelled: scheduler.checkpoint(lease, cancelled)) if judge else None
         gate = GpuGate(
             lambda cancelled: scheduler.window(lease, cancelled),
             lambda cancelled: scheduler.profiler_turn(lease, cancelled),
+            checkpoint,
         )
-        return gate, {**(env or {}), "CUDA_VISIBLE_DEVICES": lease.gpu}
+        gpu_env = {"CUDA_VISIBLE_DEVICES": lease.gpu} if lease.gpu is not None else {}
+        return gate, {**(env or {}), **gpu_env}
 
     def one(test: ListedTest) -> Outcome:
         if test.needs_gpu and not scheduler.has_gpus and scheduler.no_gpu_reason is not None:
@@ -235,7 +240,7 @@ def run_tests(
             if lease.gpu is None:
                 outcome = run_test(exe, test.name, work_dir, config, env, worker=worker)
             else:
-                gate, gpu_env = on_gpu(lease)
+                gate, gpu_env = gate_for(lease)
                 outcome = run_test(exe, test.name, work_dir, config, gpu_env, gate, worker)
                 if ran_out_of_device_memory(outcome) and reruns.take():
                     # Another submission's test on this GPU may have held the memory: once more,
@@ -255,32 +260,30 @@ def run_tests(
             scheduler.no_gpu_reason = f"{NO_GPU_PREFIX}: an earlier [gpu] test of this run found none here"
         return outcome
 
-    def together(batch: list[ListedTest]) -> dict[str, Outcome]:
-        """[gpu] tests of a split lab, none [alone], in one judge process (run_test_group), on one lease;
-        each test the group did not settle runs alone afterwards, as `one` runs it."""
-        settled: dict[str, Outcome] = {}
-        if scheduler.has_gpus and worker is not None:
-            key = f"{exe.name}/{len(batch)} tests from {batch[0].name}"
-            with scheduler.hold(Need.GPU, key=key) as lease:
-                if lease.gpu is not None:
-                    progress(f"running {len(batch)} tests in one process")
-                    gate, gpu_env = on_gpu(lease)
-                    names = [test.name for test in batch]
-                    settled = run_test_group(exe, names, work_dir, config, gpu_env, gate, worker)
+    def together(batch: list[ListedTest], worker: Path) -> dict[str, Outcome]:
+        """Tests of a split lab, none [alone], in one judge process (run_test_group) on one lease,
+        a GPU's where any of them needs one; each test the group did not settle runs alone
+        afterwards, as `one` runs it."""
+        need = Need.GPU if scheduler.has_gpus and any(test.needs_gpu for test in batch) else Need.CPU
+        key = f"{exe.name}/{len(batch)} tests from {batch[0].name}"
+        with scheduler.hold(need, key=key, yields=True) as lease:
+            progress(f"running {len(batch)} tests in one process")
+            gate, group_env = gate_for(lease)
+            names = [test.name for test in batch]
+            settled = run_test_group(exe, names, work_dir, config, group_env, gate, worker)
         outcomes = {}
         for test in batch:
             outcome = settled.get(test.name)
             if outcome is None or ran_out_of_device_memory(outcome):
                 outcome = one(test)  # what the group did not settle, alone as ever
-            outcome.needs_gpu = True
+            outcome.needs_gpu = test.needs_gpu
             outcomes[test.name] = outcome
         return outcomes
 
     size = config.tests_per_process if worker is not None else 1
-    grouped = [
-        test for test in tests if test.needs_gpu and ALONE_TAG not in test.tags and _plain_name(test.name)
-    ]
-    grouped = grouped if size > 1 else []
+    grouped = [test for test in tests if size != 1 and _shareable(test, scheduler.has_gpus)]
+    grouped = grouped if len(grouped) > 1 else []
+    size = size if size > 1 else max(len(grouped), 1)
     # Each in a copy of this thread's context: the tests run for the submission this thread does
     # (SUBMISSION_ORDER, engine/schedule.py).
     singles = {
@@ -289,14 +292,22 @@ def run_tests(
         if test not in grouped
     }
     groups = [
-        pool.submit(contextvars.copy_context().run, together, grouped[start : start + size])
+        pool.submit(contextvars.copy_context().run, together, grouped[start : start + size], worker)
         for start in range(0, len(grouped), size)
+        if worker is not None
     ]
     results = {name: result_of(future) for name, future in singles.items()}
     for future in groups:
         settled: dict[str, Outcome] = result_of(future)
         results.update(settled)
     return {test.name: results[test.name] for test in tests}
+
+
+def _shareable(test: ListedTest, has_gpus: bool) -> bool:
+    """Whether a split lab's test may run in a judge process with others: not [alone], a name that
+    Catch2's --input-file reads as written, and, where there is no GPU, not [gpu] (such tests
+    skip; `one` reports all but the first without a process)."""
+    return ALONE_TAG not in test.tags and _plain_name(test.name) and (has_gpus or not test.needs_gpu)
 
 
 # What the kit prints (once, on stderr) when a test process asks for more device memory than
@@ -369,27 +380,27 @@ def run_test_group(
     gate: GpuGate,
     worker: Path,
 ) -> dict[str, Outcome]:
-    """Several [gpu] test cases of a split lab in one judge process, in the listing's order: what
-    a GPU test costs is mostly making CUDA contexts, which the driver makes one at a time, and a
-    split lab's test makes two (the judge's and its worker's); the judge's is made once here.
-    A case meets new workers unless the case before it passed cleanly and left no device memory
-    behind (common/src/fresh_workers.cpp), so no case's trouble reaches the next. Returns the
-    outcomes the report settles: none after a timeout or a crash of the judge, and none for a
-    case the report lacks; the caller runs those alone.
+    """Several test cases of a split lab in one judge process, in the listing's order: what a GPU
+    test costs is mostly making processes and CUDA contexts, which the driver makes one at a
+    time, and a split lab's test makes up to two (the judge's and its worker's); they are made
+    once here. A case meets new workers unless the case before it passed cleanly and left no
+    device memory behind (common/src/fresh_workers.cpp), so no case's trouble reaches the next.
+    Each case has one test's time limit, counted from its start (the judge says 'C' on its gate
+    before each: GpuGate.uncounted).
 
-    The process has one test's time limit, not one a test: correctness tests take seconds, so a
-    group that needs more holds a hung test, and holding the GPU longer than one test may would
-    keep a classmate's measuring window waiting past what its time limit forgives."""
+    Returns the outcomes the report settles; the caller runs the others alone. After a time-out
+    of the judge, the cases its report finished are settled; after a crash, those but the last
+    (a crash's case may be written as a failure where alone it is a crash); after an exit code
+    that disagrees with the report, none. A case the report lacks, or that ran past one test's
+    limit, is not settled either."""
     result, report, limits_hit = _run_judge(exe, names, work_dir, config, env, gate, worker)
-    if result.timed_out or result.returncode is None or result.returncode < 0:
-        return {}
-    try:
-        root = ET.fromstring(report) if report.strip() else None
-    except ET.ParseError:
-        root = None
+    killed = result.timed_out or result.returncode is None or result.returncode < 0
+    root = _parse_report(report, cut_short=killed)
     if root is None:
         return {}
     cases = {case.get("name"): case for case in root.iter("TestCase")}
+    if killed and not result.timed_out and cases:
+        cases.pop(list(cases)[-1])
     settled = {}
     for name in names:
         case = cases.get(name)
@@ -407,12 +418,30 @@ def run_test_group(
         else:
             outcome.messages.extend(limits_hit)
         settled[name] = outcome
+    if killed:
+        return settled
     # Catch2 v3 exits with 42 when a case failed, 4 when every case skipped, else 0: another code
     # means the process ended some other way than its report says, and alone that is never a pass.
     failed = any(not _passed(case) for case in cases.values())
     if result.returncode not in ((EXIT_FAILED,) if failed else (0, EXIT_ALL_SKIPPED)):
         return {}
     return settled
+
+
+def _parse_report(report: str, cut_short: bool) -> ET.Element | None:
+    """A group's XML report; for a process `cut_short` (killed), the cases it finished: Catch2
+    writes each case's element when the case ends, so the text up to the last one is closed."""
+    try:
+        return ET.fromstring(report) if report.strip() else None
+    except ET.ParseError:
+        pass
+    end = report.rfind("</TestCase>")
+    if not cut_short or end < 0:
+        return None
+    try:
+        return ET.fromstring(report[: end + len("</TestCase>")] + "\n</Catch2TestRun>\n")
+    except ET.ParseError:
+        return None
 
 
 def _passed(case: ET.Element) -> bool:
@@ -471,9 +500,12 @@ def _run_judge(
                 output_limit=config.output_limit,
                 env=environment,
                 pass_fds=report.hand_over() + (gate.child_fds() if gate else ()),
-                # Waiting for a measuring window is the class's queue, not the test's time;
-                # capped, since the test's own code holds the gate's pipes and could keep asking.
-                not_counted=(lambda: min(gate.waited(), config.timeout)) if gate else None,
+                # Waiting for a measuring window is the class's queue, not the test's time, nor
+                # are a group's cases before the one under way; capped, since a process that holds
+                # student code holds the gate's pipes too and could keep asking.
+                not_counted=(lambda: min(gate.uncounted(config.timeout), config.timeout * len(names)))
+                if gate
+                else None,
                 cgroup=cgroup.procs if cgroup is not None else (),
             )
             if cgroup is not None:

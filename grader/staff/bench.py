@@ -2,7 +2,8 @@
 
 Grades a synthetic class, N copies of the sample students (the reference on every lab, each
 mutant on its own lab), serially (one process at a time: one CPU slot, one GPU slot, one
-submission in flight) and with the engine's settings, in the same run, then prints
+submission in flight, each test in a process of its own: the grading every other is held to)
+and with the engine's settings, in the same run, then prints
 student-labs per minute, where the time went and whether every score matched. Each copy's
 files differ by a comment, so that the build cache shares nothing between copies: the figure
 is that of a class of distinct submissions.
@@ -211,7 +212,10 @@ def run_bench(
     repeat: int,
     only: list[str] | None,
     out: Path | None,
+    each_alone: bool = False,
 ) -> int:
+    """`each_alone` (with `serial` off): the pass the engine's is compared with grades with the
+    engine's slots, each test in a process of its own: the serial pass's scores, sooner."""
     students = synthetic_class(kit, options.labs, copies, only)
     print(
         f"grader bench: {len(students)} synthetic students ({copies} copies), "
@@ -220,10 +224,12 @@ def run_bench(
     with tempfile.TemporaryDirectory(prefix="grader-bench-") as work:
         options = replace(options, work_root=Path(work))
         passes = []
+        alone = replace(options.run, tests_per_process=1)
         if serial:
-            passes.append(
-                grade_pass(kit, "serial", replace(options, cpu_slots=1, gpu_slots=1, in_flight=1), students)
-            )
+            one_at_a_time = replace(options, cpu_slots=1, gpu_slots=1, in_flight=1, run=alone)
+            passes.append(grade_pass(kit, "serial", one_at_a_time, students))
+        elif each_alone:
+            passes.append(grade_pass(kit, "each test alone", replace(options, run=alone), students))
         passes.append(grade_pass(kit, "engine", options, students))
         print(_pass_line(passes[-1], None), flush=True)
         repeats = []
@@ -249,14 +255,15 @@ def run_bench(
     for name, seconds, count in slowest_tests(engine.scores):
         print(f"  {seconds:7.1f} s  {count:3d} runs  {name}")
     report: dict = {"passes": [_pass_json(p) for p in passes + repeats]}
-    if serial:
+    if serial or each_alone:
+        baseline = "serial grading" if serial else "grading each test alone"
         differences = score_differences(passes[0].scores, engine.scores)
         speedup = passes[0].wall / engine.wall if engine.wall else 0.0
-        print(f"engine speed-up over serial: {speedup:.2f}x")
-        print(f"scores identical to serial grading: {'yes' if not differences else 'NO'}")
+        print(f"engine speed-up over {baseline}: {speedup:.2f}x")
+        print(f"scores identical to {baseline}: {'yes' if not differences else 'NO'}")
         for line in differences:
             print(f"  differs: {line}")
-        report["identical_to_serial"] = not differences
+        report["identical_to_serial" if serial else "identical_to_each_test_alone"] = not differences
         report["differences"] = differences
     if repeats:
         unstable = sorted(

@@ -1,5 +1,5 @@
-"""A split lab's [gpu] tests, several to a judge process (grader/pipeline/run.py, run_test_group): each
-keeps its own result, and whatever the shared process does not settle runs alone."""
+"""A split lab's tests, several to a judge process (grader/pipeline/run.py, run_test_group): each keeps
+its own result and its own time limit, and whatever the shared process does not settle runs alone."""
 
 from __future__ import annotations
 
@@ -10,17 +10,25 @@ from grader.engine.schedule import Scheduler
 from grader.pipeline.run import ListedTest, RunConfig, Status, run_tests
 
 from .conftest import write_fake_catch2
+from .test_schedule import assert_windows_alone, read_spans
 
 
 def listed(tests: list[dict]) -> list[ListedTest]:
     return [ListedTest(t["name"], tuple(t["tags"].strip("[]").split("]["))) for t in tests]
 
 
-def grade(tmp_path: Path, tests: list[dict], worker: bool = True, per_process: int = 3, timeout: float = 20):
+def grade(
+    tmp_path: Path,
+    tests: list[dict],
+    worker: bool = True,
+    per_process: int = 3,
+    timeout: float = 20,
+    gpus: tuple[str, ...] = ("0",),
+):
     exe = write_fake_catch2(tmp_path / "bin", "lab05_tests", tests)
     fake_worker = tmp_path / "bin" / "lab05_worker"
     fake_worker.write_text("the student's worker\n")
-    scheduler = Scheduler(cpu_slots=4, gpus=["0"], gpu_slots=4, max_defer=0.5)
+    scheduler = Scheduler(cpu_slots=4, gpus=list(gpus), gpu_slots=4, max_defer=0.5)
     config = RunConfig(timeout=timeout, tests_per_process=per_process)
     with ThreadPoolExecutor(max_workers=8) as pool:
         return run_tests(
@@ -37,7 +45,7 @@ def processes(log: Path) -> dict[str, list[str]]:
     return ran
 
 
-def test_gpu_tests_of_a_split_lab_not_alone_run_several_to_a_process_in_listing_order(tmp_path):
+def test_tests_of_a_split_lab_not_alone_run_several_to_a_process_in_listing_order(tmp_path):
     log = tmp_path / "pids.txt"
     tests = [
         {"name": f"gpu {i}", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"} for i in range(5)
@@ -45,19 +53,45 @@ def test_gpu_tests_of_a_split_lab_not_alone_run_several_to_a_process_in_listing_
     tests.append({"name": "host only", "tags": "[lab05][concepts]", "behaviour": f"pid:{log}"})
     # A sanitizer's, a profiler's or a timed test asks for turns and windows: [alone], as before.
     tests.append({"name": "under a tool", "tags": "[lab05][safety][alone][gpu]", "behaviour": f"pid:{log}"})
-    # Other GPU tests of any kind share processes with the correctness tests.
+    # Other tests of any kind share processes with the correctness tests.
     tests.append({"name": "guard bands", "tags": "[lab05][safety][gpu]", "behaviour": f"pid:{log}"})
+    tests.append({"name": "answers", "tags": "[lab05][concepts]", "behaviour": f"pid:{log}"})
     outcomes = grade(tmp_path, tests)
     assert list(outcomes) == [test["name"] for test in tests]
     assert {outcome.status for outcome in outcomes.values()} == {Status.PASSED}
     assert [outcomes[f"gpu {i}"].needs_gpu for i in range(5)] == [True] * 5
+    assert not outcomes["host only"].needs_gpu
     groups = sorted(processes(log).values())
     assert groups == [
         ["gpu 0", "gpu 1", "gpu 2"],
-        ["gpu 3", "gpu 4", "guard bands"],
-        ["host only"],
+        ["gpu 3", "gpu 4", "host only"],
+        ["guard bands", "answers"],
         ["under a tool"],
     ]
+
+
+def test_by_default_every_shareable_test_of_a_lab_runs_in_one_process(tmp_path):
+    log = tmp_path / "pids.txt"
+    tests = [
+        {"name": f"gpu {i}", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"} for i in range(6)
+    ]
+    tests.append({"name": "host only", "tags": "[lab05][concepts]", "behaviour": f"pid:{log}"})
+    tests.append({"name": "timed", "tags": "[lab05][performance][alone][gpu]", "behaviour": f"pid:{log}"})
+    outcomes = grade(tmp_path, tests, per_process=RunConfig().tests_per_process)
+    assert {outcome.status for outcome in outcomes.values()} == {Status.PASSED}
+    assert sorted(processes(log).values()) == [[*(f"gpu {i}" for i in range(6)), "host only"], ["timed"]]
+
+
+def test_without_a_gpu_only_the_tests_that_need_none_share_a_process(tmp_path):
+    log = tmp_path / "pids.txt"
+    tests = [
+        {"name": "host 1", "tags": "[lab05][concepts]", "behaviour": f"pid:{log}"},
+        {"name": "gpu", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"},
+        {"name": "host 2", "tags": "[lab05][safety]", "behaviour": f"pid:{log}"},
+    ]
+    outcomes = grade(tmp_path, tests, per_process=0, gpus=())
+    assert {outcome.status for outcome in outcomes.values()} == {Status.PASSED}
+    assert sorted(processes(log).values()) == [["gpu"], ["host 1", "host 2"]]
 
 
 def test_without_a_worker_or_with_one_a_process_every_test_runs_alone(tmp_path):
@@ -109,16 +143,29 @@ def test_when_the_shared_process_crashes_its_tests_run_again_alone(tmp_path):
     assert sorted(ran.values()) == [["after"], ["before"], ["before"]]  # the group's, then alone
 
 
-def test_when_the_shared_process_times_out_its_tests_run_again_alone(tmp_path):
+def test_when_the_shared_process_times_out_the_cases_it_finished_keep_their_results(tmp_path):
     log = tmp_path / "pids.txt"
     tests = [
         {"name": "quick", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"},
         {"name": "slow", "tags": "[lab05][correctness][gpu]", "behaviour": "sleep:3"},
+        {"name": "never reached", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"},
     ]
-    outcomes = grade(tmp_path, tests, per_process=2, timeout=1)  # the group gets 2 s
+    outcomes = grade(tmp_path, tests, per_process=3, timeout=1)
     assert outcomes["quick"].status is Status.PASSED
-    assert outcomes["slow"].status is Status.TIMED_OUT
-    assert sorted(processes(log).values()) == [["quick"], ["quick"]]
+    assert outcomes["slow"].status is Status.TIMED_OUT  # its own run alone, after the group's
+    assert outcomes["never reached"].status is Status.PASSED
+    assert sorted(processes(log).values()) == [["never reached"], ["quick"]]
+
+
+def test_each_case_of_a_shared_process_has_one_tests_time_limit_from_its_start(tmp_path):
+    log = tmp_path / "pids.txt"
+    tests = [
+        {"name": f"takes 0.6 s {i}", "tags": "[lab05][correctness][gpu]", "behaviour": f"sleep:0.6:{log}"}
+        for i in range(4)
+    ]
+    outcomes = grade(tmp_path, tests, per_process=0, timeout=1.5)  # 2.4 s in all, 0.6 s a case
+    assert {outcome.status for outcome in outcomes.values()} == {Status.PASSED}
+    assert list(processes(log).values()) == [[test["name"] for test in tests]]  # none ran again alone
 
 
 def test_a_test_of_a_group_out_of_device_memory_runs_again_alone(tmp_path):
@@ -155,3 +202,20 @@ def test_a_name_catch2_would_read_otherwise_in_a_file_runs_alone(tmp_path):
         ["plain one", "plain two"],
         ["with, a comma"],
     ]
+
+
+def test_a_window_waits_for_the_case_under_way_not_for_the_whole_shared_process(tmp_path):
+    log = tmp_path / "spans.txt"
+    tests = [
+        {"name": f"case {i}", "tags": "[lab05][correctness][gpu]", "behaviour": f"record:{log}"}
+        for i in range(8)
+    ]  # 0.3 s each: 2.4 s in one process
+    tests.append({"name": "timed", "tags": "[lab05][performance][alone][gpu]", "behaviour": f"window:{log}"})
+    outcomes = grade(tmp_path, tests, per_process=0)
+    assert {outcome.status for outcome in outcomes.values()} == {Status.PASSED}
+    spans = read_spans(log)
+    assert_windows_alone(spans)
+    window_start = next(start for kind, _, start, _ in spans if kind == "window")
+    cases = sorted(start for kind, _, start, _ in spans if kind.startswith("case"))
+    # Asked for at about 0.1 s and drained at 0.6 s (max_defer): it opened between two cases.
+    assert cases[0] < window_start < cases[-1]

@@ -336,6 +336,36 @@ def windows_asked(scheduler: Scheduler, gpu: str = "0") -> int:
     return scheduler._lane(gpu).windows_asked  # the test waits for a request to be made
 
 
+def test_a_judge_between_cases_goes_on_at_once_but_stops_parked_while_its_lane_drains():
+    clock = FakeClock()
+    scheduler = Scheduler(cpu_slots=4, gpus=["0"], gpu_slots=4, max_defer=0.5, clock=clock)
+    events: list[str] = []
+    with scheduler.hold(Need.GPU, key="lab05_tests/group", yields=True) as group:
+        assert scheduler.checkpoint(group)  # nothing asked for: on at once, not parked
+        assert group.parked == 0
+
+        def measure() -> None:
+            with scheduler.hold(Need.GPU, key="timed") as lease:
+                with scheduler.window(lease) as granted:
+                    assert granted
+                    events.append("window")
+                    clock.advance(0.2)
+
+        timed = threading.Thread(target=measure)
+        timed.start()
+        wait_until(lambda: windows_asked(scheduler) == 1)
+        # A judge that yields is expected to stop at its next case, so the drain time does not
+        # wait for it: it is max_defer after the request.
+        clock.advance(0.6)
+        wait_until(lambda: scheduler._lane("0").draining)
+        assert scheduler.checkpoint(group)  # parked until the window has closed
+        events.append("next case")
+        timed.join(5)
+    assert events == ["window", "next case"]
+    assert group.parked == pytest.approx(0.2)
+    assert [span.kind for span in scheduler.stats.spans if span.key == "lab05_tests/group"][0] == "parked"
+
+
 def test_a_drain_waits_for_a_long_running_job_and_short_jobs_fill_the_gpu_until_it_ends():
     # Draining at max_defer would leave the GPU to the long job alone for most of its run.
     clock = FakeClock()

@@ -19,6 +19,14 @@ namespace kit {
 
 enum class GpuUse { alone, profiling };
 
+// Between two test cases of one judge process (the grader runs a lab's shareable tests in one,
+// grader/pipeline/run.py): under the grader it writes 'C' on the gate and waits for 'G', which the
+// grader holds back while its GPU is being emptied for another process's measurement, so that a
+// measurement waits for the case under way, not for the rest of the process. The grader also
+// counts the process's time limit from here (one case's limit, not one for all). Outside the
+// grader, or inside a hold, it does nothing.
+void between_test_cases();
+
 class ExclusiveGpu {
  public:
   explicit ExclusiveGpu(GpuUse use = GpuUse::alone);

@@ -13,11 +13,12 @@ profile:<file> (as window, but asks for the profiler turn, 'P'; its middle span 
 window-then-die (asks for a window, and exits once it has it, without giving it back),
 oom-once:<file> (fails with CUDA's out-of-memory error unless the file exists, which it then
 creates, and appends "<KIT_GPU_GATE or -> <name>" to it on every run, then passes),
-sleep:<seconds> (sleeps, then passes), badexit (a passing report, then exit code 3), where (fails naming its folder and its own path, as
+sleep:<seconds>[:<file>] (sleeps, then passes; with a file, then appends as pid does), badexit (a passing report, then exit code 3), where (fails naming its folder and its own path, as
 a sanitizer's command line does), pid:<file> (appends "<its process id> <name>", then passes).
 
 With --input-file, it runs the tests the file names, one a line, in that order, in this one
-process, and writes one report holding each test's result (as Catch2 does).
+process, and writes one report holding each test's result (as Catch2 does), each as it ends;
+before each, it asks its GPU gate, where it has one, to go on ('C').
 """
 
 import json
@@ -148,7 +149,11 @@ def run(name, out):
         write(document(name, "", True))
         return 0
     if kind == "sleep":
-        time.sleep(float(arg))
+        seconds, _, log = arg.partition(":")
+        time.sleep(float(seconds))
+        if log:
+            with open(log, "a") as handle:
+                handle.write(f"{os.getpid()} {name}\n")
         write(document(name, "", True))
         return 0
     if kind in ("window", "window-then-die", "profile"):
@@ -198,29 +203,41 @@ def run(name, out):
 
 
 def group(names, out):
-    """Each test in turn, in this process; one report with every test's TestCase element."""
-    cases, failed, skipped = [], 0, 0
-    for name in names:
-        if name not in TESTS:
-            continue
-        part = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"fake-catch2-{os.getpid()}.part")
-        status = run(name, part)
-        text = open(part).read() if os.path.exists(part) else ""
-        if os.path.exists(part):
-            os.remove(part)
-        start, end = text.find("  <TestCase"), text.find("</TestCase>")
-        if start >= 0 and end >= 0:
-            cases.append(text[start : end + len("</TestCase>")] + "\n")
-        failed += status not in (0, 4, None)
-        skipped += status == 4
-    with open(out, "w") as handle:
-        handle.write(
+    """Each test in turn, in this process, as Catch2 runs an --input-file: before each, the kit's
+    word on the GPU gate ('C', then a wait for 'G'; kit::between_test_cases), and each case's
+    element written to the one report as the case ends."""
+    failed, skipped, cases = 0, 0, 0
+    gate = os.environ.get("KIT_GPU_GATE")
+    with open(out, "w") as report:
+        report.write(
             '<?xml version="1.0" encoding="UTF-8"?>\n<Catch2TestRun name="fake" catch2-version="3.7.1">\n'
-            + "".join(cases)
-            + '  <OverallResults successes="0" failures="0" expectedFailures="0" skips="0"/>\n'
+        )
+        report.flush()
+        for name in names:
+            if name not in TESTS:
+                continue
+            if gate:
+                request, grant = (int(fd) for fd in gate.split(","))
+                os.write(request, b"C")
+                if os.read(grant, 1) != b"G":
+                    return 3
+            part = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"fake-catch2-{os.getpid()}.part")
+            status = run(name, part)
+            text = open(part).read() if os.path.exists(part) else ""
+            if os.path.exists(part):
+                os.remove(part)
+            start, end = text.find("  <TestCase"), text.find("</TestCase>")
+            if start >= 0 and end >= 0:
+                report.write(text[start : end + len("</TestCase>")] + "\n")
+                report.flush()
+                cases += 1
+            failed += status not in (0, 4, None)
+            skipped += status == 4
+        report.write(
+            '  <OverallResults successes="0" failures="0" expectedFailures="0" skips="0"/>\n'
             "</Catch2TestRun>\n"
         )
-    return 42 if failed else 4 if cases and skipped == len(cases) else 0  # as Catch2 v3 exits
+    return 42 if failed else 4 if cases and skipped == cases else 0  # as Catch2 v3 exits
 
 
 def main(argv):
