@@ -3,6 +3,7 @@ its own result and its own time limit, and whatever the shared process does not 
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,8 +25,12 @@ def grade(
     per_process: int = 3,
     timeout: float = 20,
     gpus: tuple[str, ...] = ("0",),
+    catch2: str | None = None,
 ):
     exe = write_fake_catch2(tmp_path / "bin", "lab05_tests", tests)
+    if catch2 is not None:  # the version whose exit codes the fake gives (fakes/fake_catch2.py)
+        spec = tmp_path / "bin" / "lab05_tests.json"
+        spec.write_text(json.dumps({"catch2": catch2, "tests": tests}))
     fake_worker = tmp_path / "bin" / "lab05_worker"
     fake_worker.write_text("the student's worker\n")
     scheduler = Scheduler(cpu_slots=4, gpus=list(gpus), gpu_slots=4, max_defer=0.5)
@@ -177,6 +182,24 @@ def test_a_test_of_a_group_out_of_device_memory_runs_again_alone(tmp_path):
     outcomes = grade(tmp_path, tests)
     assert outcomes["short of memory once"].status is Status.PASSED  # its run alone, with the GPU
     assert len(log.read_text().splitlines()) == 2
+
+
+def test_a_failing_case_settles_whether_catch2_exits_with_42_or_3_4s_count_of_failures(tmp_path):
+    log = tmp_path / "pids.txt"
+    tests = [
+        {"name": "fails", "tags": "[lab05][correctness][gpu]", "behaviour": "fail:got 3 expected 4"},
+        {"name": "passes", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"},
+        {"name": "fails too", "tags": "[lab05][correctness][gpu]", "behaviour": "fail:got 5 expected 6"},
+    ]
+    for version in ("3.7", "3.4"):
+        outcomes = grade(tmp_path / version, tests, per_process=0, catch2=version)
+        assert [outcomes[name].status for name in ("fails", "passes", "fails too")] == [
+            Status.FAILED,
+            Status.PASSED,
+            Status.FAILED,
+        ]
+        assert len(processes(log)) == 1, version  # settled by the group: nothing ran again alone
+        log.unlink()
 
 
 def test_a_shared_process_whose_exit_code_disagrees_with_its_report_settles_nothing(tmp_path):
