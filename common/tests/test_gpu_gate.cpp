@@ -92,7 +92,7 @@ TEST_CASE("a malformed KIT_GPU_GATE names the variable and who sets it", "[commo
   unsetenv("KIT_GPU_GATE");
 }
 
-TEST_CASE("between test cases a judge asks the gate to go on, except while it holds the GPU",
+TEST_CASE("between test cases a judge asks the gate to go on but not while it holds the GPU",
           "[common]") {
   FakeGate gate;
   gate.grant_once();
@@ -112,6 +112,7 @@ TEST_CASE("between test cases a judge asks the gate to go on, except while it ho
 TEST_CASE("a gate that closes before letting the next case start is a kit problem", "[common]") {
   FakeGate gate;
   gate.close_grant();
-  CHECK_THROWS_WITH(kit::between_test_cases(), ContainsSubstring("kit problem") &&
-                                                   ContainsSubstring("did not let this test start"));
+  CHECK_THROWS_WITH(
+      kit::between_test_cases(),
+      ContainsSubstring("kit problem") && ContainsSubstring("did not let this test start"));
 }
