@@ -65,6 +65,7 @@ class GpuGate:
         self._case_began: float | None = None  # when the case under way was let start ('C')
         self._waited_in_case = 0.0  # window waits since then
         self._between_cases = False  # waiting for the scheduler's word to start the next case
+        self.cases_started = 0  # the 'C's answered: the case under way is the last of them
 
     def waited(self) -> float:
         """Seconds the process has spent waiting for its window so far, a wait under way included."""
@@ -142,6 +143,7 @@ class GpuGate:
                             if not go_on:
                                 return
                             self._waited_in_case = 0.0
+                            self.cases_started += 1
                         if not _send(self._grant_write, GRANT):
                             return
                     elif byte == DONE[0] and holding:

@@ -391,16 +391,17 @@ def run_test_group(
     before each: GpuGate.uncounted).
 
     Returns the outcomes the report settles; the caller runs the others alone. After a time-out
-    of the judge, the cases its report finished are settled; after a crash, those but the last
+    of the judge, the cases its report finished are settled, and the case under way is timed out
+    (it had one test's whole limit from its start, as alone); after a crash, those but the last
     (a crash's case may be written as a failure where alone it is a crash); after an exit code
     that disagrees with the report, none. A case the report lacks, or that ran past one test's
     limit, is not settled either."""
     result, report, limits_hit = _run_judge(exe, names, work_dir, config, env, gate, worker)
     killed = result.timed_out or result.returncode is None or result.returncode < 0
     root = _parse_report(report, cut_short=killed)
-    if root is None:
+    if root is None and not result.timed_out:
         return {}
-    cases = {case.get("name"): case for case in root.iter("TestCase")}
+    cases = {case.get("name"): case for case in root.iter("TestCase")} if root is not None else {}
     if killed and not result.timed_out and cases:
         cases.pop(list(cases)[-1])
     settled = {}
@@ -420,6 +421,10 @@ def run_test_group(
         else:
             outcome.messages.extend(limits_hit)
         settled[name] = outcome
+    if result.timed_out:
+        under_way = _case_under_way(names, list(cases), gate.cases_started)
+        if under_way is not None:
+            settled[under_way] = _timed_out(under_way, result, config, config.timeout)
     if killed:
         return settled
     # Catch2 exits with 42 (3.4: 1 to 255) when a case failed, 4 when every case skipped, else 0:
@@ -430,6 +435,26 @@ def run_test_group(
     if result.returncode not in (EXIT_FAILED if failed else (0, EXIT_ALL_SKIPPED)):
         return {}
     return settled
+
+
+def _case_under_way(names: list[str], finished: list[str | None], started: int) -> str | None:
+    """The case a judge was running when it was stopped: the one after those its report
+    finished (Catch2 writes and flushes each case's element as it ends), where they are the first
+    of `names` in order and the judge had started exactly one more ('C' on its gate)."""
+    done = len(finished)
+    if done >= len(names) or started != done + 1 or finished != names[:done]:
+        return None
+    return names[done]
+
+
+def _timed_out(name: str, result: ProcessResult, config: RunConfig, seconds: float | None = None) -> Outcome:
+    seconds = result.duration if seconds is None else seconds
+    outcome = Outcome(name, Status.TIMED_OUT, duration=seconds, output=result.output)
+    outcome.messages.append(
+        f"timed out after {config.timeout:g} s; the test's processes were killed "
+        "(look for a kernel or loop that never ends)"
+    )
+    return outcome
 
 
 def _parse_report(report: str, cut_short: bool) -> ET.Element | None:
@@ -598,14 +623,9 @@ class ReportPipe:
 
 def outcome_from(name: str, result: ProcessResult, report: str, config: RunConfig) -> Outcome:
     """Decides one test's status from its exit and its XML; the XML must be for this test."""
-    outcome = Outcome(name, Status.CRASHED, duration=result.duration, output=result.output)
     if result.timed_out:
-        outcome.status = Status.TIMED_OUT
-        outcome.messages.append(
-            f"timed out after {config.timeout:g} s; the test's processes were killed "
-            "(look for a kernel or loop that never ends)"
-        )
-        return outcome
+        return _timed_out(name, result, config)
+    outcome = Outcome(name, Status.CRASHED, duration=result.duration, output=result.output)
     parsed = _read_result(report, name)
     if isinstance(parsed, str):
         outcome.messages.append(f"{parsed} ({_describe_exit(result.returncode)})")

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grader.engine.schedule import Scheduler
-from grader.pipeline.run import ListedTest, RunConfig, Status, run_tests
+from grader.pipeline.run import ListedTest, RunConfig, Status, _case_under_way, run_tests
 
 from .conftest import write_fake_catch2
 from .test_schedule import assert_windows_alone, read_spans
@@ -157,9 +157,23 @@ def test_when_the_shared_process_times_out_the_cases_it_finished_keep_their_resu
     ]
     outcomes = grade(tmp_path, tests, per_process=3, timeout=1)
     assert outcomes["quick"].status is Status.PASSED
-    assert outcomes["slow"].status is Status.TIMED_OUT  # its own run alone, after the group's
+    # It had one test's whole limit from its start, as alone: it is not run again to time out twice.
+    assert outcomes["slow"].status is Status.TIMED_OUT
+    assert any("timed out after 1 s" in message for message in outcomes["slow"].messages)
     assert outcomes["never reached"].status is Status.PASSED
     assert sorted(processes(log).values()) == [["never reached"], ["quick"]]
+
+
+def test_a_first_case_that_hangs_is_timed_out_without_running_again(tmp_path):
+    log = tmp_path / "pids.txt"
+    tests = [
+        {"name": "slow", "tags": "[lab05][correctness][gpu]", "behaviour": f"sleep:3:{log}"},
+        {"name": "after", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"},
+    ]
+    outcomes = grade(tmp_path, tests, per_process=0, timeout=1)
+    assert outcomes["slow"].status is Status.TIMED_OUT
+    assert outcomes["after"].status is Status.PASSED
+    assert sorted(processes(log).values()) == [["after"]]  # "slow" never finished, in the group or alone
 
 
 def test_each_case_of_a_shared_process_has_one_tests_time_limit_from_its_start(tmp_path):
@@ -242,3 +256,12 @@ def test_a_window_waits_for_the_case_under_way_not_for_the_whole_shared_process(
     cases = sorted(start for kind, _, start, _ in spans if kind.startswith("case"))
     # Asked for at about 0.1 s and drained at 0.6 s (max_defer): it opened between two cases.
     assert cases[0] < window_start < cases[-1]
+
+
+def test_the_case_under_way_is_named_only_where_the_report_and_the_gate_agree():
+    names = ["a", "b", "c"]
+    assert _case_under_way(names, ["a"], started=2) == "b"
+    assert _case_under_way(names, [], started=1) == "a"
+    assert _case_under_way(names, ["a"], started=3) is None  # a case started and left no element
+    assert _case_under_way(names, ["b"], started=2) is None  # not the listing's order
+    assert _case_under_way(names, ["a", "b", "c"], started=3) is None  # every case finished
