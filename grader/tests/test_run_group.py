@@ -50,12 +50,19 @@ def processes(log: Path) -> dict[str, list[str]]:
     return ran
 
 
+def gpu_tests_and_one_for_the_host(count: int, log: Path) -> list[dict]:
+    """`count` correctness tests on the GPU, "gpu 0" on, and one test that needs no GPU, "host
+    only"; each logs its process id."""
+    tests = [
+        {"name": f"gpu {i}", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"}
+        for i in range(count)
+    ]
+    return [*tests, {"name": "host only", "tags": "[lab05][concepts]", "behaviour": f"pid:{log}"}]
+
+
 def test_tests_of_a_split_lab_not_alone_run_several_to_a_process_in_listing_order(tmp_path):
     log = tmp_path / "pids.txt"
-    tests = [
-        {"name": f"gpu {i}", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"} for i in range(5)
-    ]
-    tests.append({"name": "host only", "tags": "[lab05][concepts]", "behaviour": f"pid:{log}"})
+    tests = gpu_tests_and_one_for_the_host(5, log)
     # A sanitizer's, a profiler's or a timed test asks for turns and windows: [alone], as before.
     tests.append({"name": "under a tool", "tags": "[lab05][safety][alone][gpu]", "behaviour": f"pid:{log}"})
     # Other tests of any kind share processes with the correctness tests.
@@ -77,10 +84,7 @@ def test_tests_of_a_split_lab_not_alone_run_several_to_a_process_in_listing_orde
 
 def test_by_default_every_shareable_test_of_a_lab_runs_in_one_process(tmp_path):
     log = tmp_path / "pids.txt"
-    tests = [
-        {"name": f"gpu {i}", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"} for i in range(6)
-    ]
-    tests.append({"name": "host only", "tags": "[lab05][concepts]", "behaviour": f"pid:{log}"})
+    tests = gpu_tests_and_one_for_the_host(6, log)
     tests.append({"name": "timed", "tags": "[lab05][performance][alone][gpu]", "behaviour": f"pid:{log}"})
     outcomes = grade(tmp_path, tests, per_process=RunConfig().tests_per_process)
     assert {outcome.status for outcome in outcomes.values()} == {Status.PASSED}
