@@ -1,9 +1,9 @@
-"""Stage 4, run: each rubric test in its own process, its result read from Catch2's XML reporter.
+"""Stage 4, run: a lab's tests in one judge process where they may share one, the others each in
+its own, every result read from Catch2's XML reporter.
 
-One process per test because a CUDA fault is sticky for the rest of its process (docs/architecture.md).
-A split lab's [gpu] tests not tagged [alone], whose faults happen in the worker, may share a judge process
-(run_test_group), a case keeping its workers only after a clean pass; whatever that process does
-not settle runs alone.
+A CUDA fault is sticky for the rest of its process (docs/architecture.md), but a split lab's faults
+happen in the worker, so its tests not tagged [alone] share a judge process (run_test_group), a case
+keeping its workers only after a clean pass; whatever that process does not settle runs alone.
 The result comes only from the XML report Catch2 writes for the exact test requested, through
 a pipe the grader opened for that process alone (no file the student's code could find, open
 or leave behind: the object inspection refuses the calls that could reach the pipe); an exit

@@ -5,6 +5,7 @@ import json
 from grader.pipeline import score as scoring
 from grader.pipeline.run import Status
 from grader.pipeline.score import LabScore, SubmissionScore
+from grader.staff import bench
 from grader.staff.bench import run_bench, score_differences, synthetic_class
 
 
@@ -52,3 +53,20 @@ def test_a_changed_point_is_reported_with_its_test_and_metric():
     assert score_differences(one(10), one(10)) == []
     (line,) = score_differences(one(10), one(6.5))
     assert "s lab02 'speed': 10 vs 6.5" in line and "time_ratio" in line
+
+
+def test_the_pass_the_engine_is_compared_with_runs_each_test_alone(fake_kit, tmp_path, capsys, monkeypatch):
+    real = bench.grade_pass
+    per_process: dict[str, int] = {}
+
+    def recorded(kit, name, options, students):
+        per_process[name] = options.run.tests_per_process
+        return real(kit, name, options, students)
+
+    monkeypatch.setattr(bench, "grade_pass", recorded)
+    options = fake_kit.options()
+    run_bench(fake_kit.kit, options, copies=1, serial=True, repeat=0, only=None, out=None)
+    run_bench(fake_kit.kit, options, copies=1, serial=False, repeat=0, only=None, out=None, each_alone=True)
+    assert per_process == {"serial": 1, "each test alone": 1, "engine": options.run.tests_per_process}
+    assert options.run.tests_per_process != 1  # the engine's default shares a judge process
+    assert "scores identical to grading each test alone: yes" in capsys.readouterr().out
