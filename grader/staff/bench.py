@@ -91,6 +91,22 @@ class Pass:
     def per_minute(self) -> float:
         return self.student_labs / (self.wall / 60) if self.wall > 0 else 0.0
 
+    @property
+    def profiler_seconds(self) -> tuple[float, float]:
+        """Profiler turns' seconds in all, and on the GPU that had the most (profiler_time)."""
+        return profiler_time(self.spans)
+
+
+def profiler_time(spans: list[Span]) -> tuple[float, float]:
+    """(seconds of profiler turns in all, seconds on the GPU with the most). A GPU takes its turns
+    one at a time, so the second figure is a floor under the pass's wall time: where it comes
+    near the wall, Nsight Compute's turns bound the rate, whatever else runs beside them."""
+    per_gpu: dict[str | None, float] = {}
+    for span in spans:
+        if span.kind == "profiler":
+            per_gpu[span.gpu] = per_gpu.get(span.gpu, 0.0) + span.end - span.start
+    return sum(per_gpu.values()), max(per_gpu.values(), default=0.0)
+
 
 def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[SyntheticStudent]) -> Pass:
     by_id = {student.student_id: student for student in students}
@@ -244,6 +260,12 @@ def run_bench(
         f"processes waited {engine.parked_seconds:.1f} s in all for them and for profiler turns "
         f"({engine.profiler_turns} turns)"
     )
+    turns, busiest = engine.profiler_seconds
+    if engine.profiler_turns:
+        print(
+            f"profiler turns (one at a time on a GPU): {turns:.1f} s in all; the busiest GPU's took "
+            f"{busiest:.1f} s of the {engine.wall:.1f} s pass ({100 * busiest / engine.wall:.0f} %)"
+        )
     print(
         f"GPU idle (no test process running, no window open): {engine.timeline.gpu_idle_seconds:.1f} s "
         f"of {engine.wall:.1f} s; GPU test processes running: {engine.timeline.mean_gpu_running:.1f} "
@@ -322,6 +344,8 @@ def _pass_json(p: Pass) -> dict:
         "most_at_once": p.most_at_once,
         "windows": p.windows,
         "profiler_turns": p.profiler_turns,
+        "profiler_s": round(p.profiler_seconds[0], 2),
+        "profiler_busiest_gpu_s": round(p.profiler_seconds[1], 2),
         "window_s": round(p.window_seconds, 2),
         "parked_s": round(p.parked_seconds, 2),
         "gpu_idle_s": round(p.timeline.gpu_idle_seconds, 2),

@@ -2,11 +2,12 @@
 
 import json
 
+from grader.engine.schedule import Span
 from grader.pipeline import score as scoring
 from grader.pipeline.run import Status
 from grader.pipeline.score import LabScore, SubmissionScore
 from grader.staff import bench
-from grader.staff.bench import run_bench, score_differences, synthetic_class
+from grader.staff.bench import profiler_time, run_bench, score_differences, synthetic_class
 
 
 def test_copies_differ_so_that_the_cache_shares_nothing(fake_kit):
@@ -70,3 +71,15 @@ def test_the_pass_the_engine_is_compared_with_runs_each_test_alone(fake_kit, tmp
     assert per_process == {"serial": 1, "each test alone": 1, "engine": options.run.tests_per_process}
     assert options.run.tests_per_process != 1  # the engine's default shares a judge process
     assert "scores identical to grading each test alone: yes" in capsys.readouterr().out
+
+
+def test_profiler_turns_are_summed_and_the_busiest_gpus_share_is_the_floor_under_the_wall():
+    spans = [
+        Span("profiler", 0.0, 2.0, "0", "lab05_tests/loads"),
+        Span("profiler", 2.5, 4.0, "0", "lab05_tests/launches"),
+        Span("profiler", 1.0, 2.0, "1", "lab04_tests/loads"),
+        Span("window", 4.0, 5.0, "0", "lab05_tests/speed"),
+        Span("gpu", 0.0, 9.0, "0", "lab05_tests/speed"),
+    ]
+    assert profiler_time(spans) == (4.5, 3.5)
+    assert profiler_time([]) == (0.0, 0.0)
