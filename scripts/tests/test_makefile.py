@@ -1,0 +1,47 @@
+"""The Makefile's choices that tests can see without building: `make -n` prints the commands."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+KIT = Path(__file__).resolve().parents[2]
+
+
+def configure_command(tmp_path: Path, target: str, gpu: bool, *variables: str) -> str:
+    """The cmake configure line `make -n <target>` prints, with a stand-in nvidia-smi that lists a
+    GPU or finds none."""
+    tools = tmp_path / "tools"
+    tools.mkdir(exist_ok=True)
+    smi = tools / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H200 (UUID: GPU-0)'\n" if gpu else "#!/bin/sh\nexit 9\n")
+    smi.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["make", "-n", target, f"BUILD={tmp_path / 'build'}", *variables],
+        cwd=KIT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("cmake -S")]
+    assert len(lines) == 1, done.stdout
+    return lines[0]
+
+
+@pytest.mark.parametrize("gpu", [False, True])
+def test_make_test_builds_one_architecture_only_where_there_is_no_gpu(tmp_path, gpu):
+    line = configure_command(tmp_path, "test", gpu)
+    assert ("-DCMAKE_CUDA_ARCHITECTURES=75" in line) is not gpu
+    # make build keeps the kit's own choice: the GPU's, or the documented list without one.
+    assert "CMAKE_CUDA_ARCHITECTURES" not in configure_command(tmp_path, "build", gpu)
+
+
+def test_an_architecture_given_to_make_test_is_the_only_one(tmp_path):
+    line = configure_command(tmp_path, "test", False, "CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=86")
+    assert line.count("CMAKE_CUDA_ARCHITECTURES") == 1 and "=86" in line
