@@ -35,13 +35,13 @@ def configure_command(tmp_path: Path, target: str, gpu: bool, *variables: str) -
 
 
 @pytest.mark.parametrize("gpu", [False, True])
-def test_make_test_builds_one_architecture_only_where_there_is_no_gpu(tmp_path, gpu):
+def test_make_test_builds_one_architecture_only_where_there_is_no_gpu(tmp_path: Path, gpu: bool) -> None:
     line = configure_command(tmp_path, "test", gpu)
     assert ("-DCMAKE_CUDA_ARCHITECTURES=75" in line) is not gpu
     # make build keeps the kit's own choice: the GPU's, or the documented list without one.
     assert "CMAKE_CUDA_ARCHITECTURES" not in configure_command(tmp_path, "build", gpu)
 
 
-def test_an_architecture_given_to_make_test_is_the_only_one(tmp_path):
+def test_an_architecture_given_to_make_test_is_the_only_one(tmp_path: Path) -> None:
     line = configure_command(tmp_path, "test", False, "CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=86")
     assert line.count("CMAKE_CUDA_ARCHITECTURES") == 1 and "=86" in line
