@@ -5,7 +5,7 @@ how long the GPUs sat idle, as figures and as a chart (timeline.png) a person re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .schedule import Span
@@ -20,6 +20,9 @@ class Timeline:
     parked: list[int]  # processes waiting for a window
     windows: list[tuple[float, float]]  # (start, end) of every window
     wall: float
+    # (start, end) of every profiler turn: one at a time on a GPU, so where they run back to back
+    # Nsight Compute bounds the pass (bench/RESULTS.md, "A lab's tests in one judge process").
+    profiler_turns: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def gpu_idle_seconds(self) -> float:
@@ -49,7 +52,7 @@ def build_timeline(spans: list[Span], origin: float, wall: float) -> Timeline:
         delta[1] += cpu
         delta[2] += parked
 
-    windows = []
+    windows, turns = [], []
     for span in spans:
         if span.kind == "gpu":
             change(span.start, gpu=1)
@@ -63,6 +66,8 @@ def build_timeline(spans: list[Span], origin: float, wall: float) -> Timeline:
             change(span.end, gpu=1, parked=-1)
         elif span.kind == "window":
             windows.append((span.start - origin, span.end - origin))
+        elif span.kind == "profiler":
+            turns.append((span.start - origin, span.end - origin))
     times, gpu, cpu, parked = [0.0], [0], [0], [0]
     for at in sorted(steps):
         d_gpu, d_cpu, d_parked = steps[at]
@@ -75,7 +80,7 @@ def build_timeline(spans: list[Span], origin: float, wall: float) -> Timeline:
             gpu.append(gpu[-1] + d_gpu)
             cpu.append(cpu[-1] + d_cpu)
             parked.append(parked[-1] + d_parked)
-    return Timeline(times, gpu, cpu, parked, sorted(windows), wall)
+    return Timeline(times, gpu, cpu, parked, sorted(windows), wall, sorted(turns))
 
 
 def plot_timeline(timeline: Timeline, title: str, path: Path, usage: Usage | None = None) -> str:
@@ -115,6 +120,10 @@ def plot_timeline(timeline: Timeline, title: str, path: Path, usage: Usage | Non
     for number, (start, end) in enumerate(timeline.windows):
         label = "window (a GPU alone)" if number == 0 else None
         axes.axvspan(start, max(end, start + 0.05), color="red", alpha=0.35, label=label)
+    for number, (start, end) in enumerate(timeline.profiler_turns):
+        # A strip along the bottom: turns run beside other tests, so they do not shade the chart.
+        label = "profiler turn (one at a time on a GPU)" if number == 0 else None
+        axes.axvspan(start, max(end, start + 0.05), ymax=0.04, color="purple", alpha=0.6, label=label)
     axes.set_xlim(0, timeline.wall)
     if usage is None:
         axes.set_xlabel("seconds since the pass started")

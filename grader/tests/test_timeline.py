@@ -14,6 +14,7 @@ def test_a_parked_process_is_not_counted_as_running_and_idle_time_is_measured():
         Span("window", 14.0, 15.0, "0", "a"),
         Span("cpu", 11.0, 13.0, None, "compile"),
         Span("gpu", 17.0, 18.0, "0", "b"),
+        Span("profiler", 17.2, 17.8, "0", "b"),
     ]
     timeline = build_timeline(spans, origin=10.0, wall=9.0)
     at = dict(zip(timeline.times, timeline.gpu_running, strict=True))
@@ -21,6 +22,7 @@ def test_a_parked_process_is_not_counted_as_running_and_idle_time_is_measured():
     assert dict(zip(timeline.times, timeline.parked, strict=True))[2.0] == 1
     assert max(timeline.cpu_running) == 1
     assert timeline.windows == [(4.0, 5.0)]
+    assert timeline.profiler_turns == [pytest.approx((7.2, 7.8))]
     # Idle: 2-4 (everyone parked, nothing granted yet), 6-7 and 8-9.
     assert timeline.gpu_idle_seconds == pytest.approx(4.0)
     assert timeline.mean_gpu_running == pytest.approx(5.0 / 9.0)
@@ -33,7 +35,8 @@ def test_spans_before_the_pass_started_count_for_nothing():
 
 @pytest.mark.parametrize("usage", [None, Usage([0.5, 1.0], [0.9, 0.4], {"0": [(0.5, 0.7)]}, cpus=2)])
 def test_the_chart_is_drawn_or_says_why_not(tmp_path, usage):
-    timeline = build_timeline([Span("gpu", 0.0, 1.0, "0"), Span("window", 0.2, 0.4, "0")], 0.0, 2.0)
+    spans = [Span("gpu", 0.0, 1.0, "0"), Span("window", 0.2, 0.4, "0"), Span("profiler", 0.5, 0.9, "0")]
+    timeline = build_timeline(spans, 0.0, 2.0)
     chart = tmp_path / "timeline.png"
     why_not = plot_timeline(timeline, "test", chart, usage)
     try:
