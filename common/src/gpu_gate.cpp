@@ -59,19 +59,24 @@ char receive(int fd) {
   return got == 1 ? byte : '\0';
 }
 
+// Writes `request` and waits for the grader's 'G'; a gate closed instead is a kit problem, said
+// with `refused`.
+void ask_and_wait(const Gate& gate, char request, const char* refused) {
+  send(gate.request, request);
+  if (receive(gate.grant) != 'G') {
+    throw std::runtime_error(std::string("kit problem: the grader did not ") + refused +
+                             " (its gate closed); grade again, and report it to the course staff "
+                             "if it happens twice");
+  }
+}
+
 }  // namespace
 
 void between_test_cases() {
   std::lock_guard<std::mutex> lock(holds_mutex);
   if (holds != 0) return;
   const Gate gate = gate_from_environment();
-  if (gate.request < 0) return;
-  send(gate.request, 'C');
-  if (receive(gate.grant) != 'G') {
-    throw std::runtime_error(
-        "kit problem: the grader did not let this test start (its gate closed); grade again, "
-        "and report it to the course staff if it happens twice");
-  }
+  if (gate.request >= 0) ask_and_wait(gate, 'C', "let this test start");
 }
 
 ExclusiveGpu::ExclusiveGpu(GpuUse use) {
@@ -79,12 +84,7 @@ ExclusiveGpu::ExclusiveGpu(GpuUse use) {
   if (holds == 0) {
     held = gate_from_environment();
     if (held.request >= 0) {
-      send(held.request, use == GpuUse::alone ? 'A' : 'P');
-      if (receive(held.grant) != 'G') {
-        throw std::runtime_error(
-            "kit problem: the grader did not give this test the GPU to itself (its gate "
-            "closed); grade again, and report it to the course staff if it happens twice");
-      }
+      ask_and_wait(held, use == GpuUse::alone ? 'A' : 'P', "give this test the GPU to itself");
     }
   }
   ++holds;

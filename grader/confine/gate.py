@@ -15,7 +15,7 @@ for 'G': the scheduler holds it back there while its GPU is emptied for a window
 A thread here answers, holding the scheduler's window (or profiler turn) between 'A' (or 'P')
 and 'R'. A process that ends, or closes its end, closes its window; one that asks again while
 holding it is answered at once.
-The time a process spends waiting for its window is kept (`waited`): the test's time limit does
+The time a process spends waiting for its window is kept (`uncounted`): the test's time limit does
 not count it, up to a cap (grader/pipeline/run.py), since the wait is the class's doing, not the test's.
 Nor does the limit count what came before the case under way (`uncounted`): a process of several
 cases has one case's limit, counted from the case's 'C'.
@@ -66,11 +66,6 @@ class GpuGate:
         self._waited_in_case = 0.0  # window waits since then
         self._between_cases = False  # waiting for the scheduler's word to start the next case
         self.cases_started = 0  # the 'C's answered: the case under way is the last of them
-
-    def waited(self) -> float:
-        """Seconds the process has spent waiting for its window so far, a wait under way included."""
-        since = self._waiting_since
-        return self._waited + (time.monotonic() - since if since is not None else 0.0)
 
     def uncounted(self, cap: float) -> float:
         """Seconds of the process's life its time limit must not count: before its first 'C', the

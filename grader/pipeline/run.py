@@ -262,10 +262,11 @@ def run_tests(
             scheduler.no_gpu_reason = f"{NO_GPU_PREFIX}: an earlier [gpu] test of this run found none here"
         return outcome
 
-    def together(batch: list[ListedTest], worker: Path) -> dict[str, Outcome]:
+    def together(batch: list[ListedTest]) -> dict[str, Outcome]:
         """Tests of a split lab, none [alone], in one judge process (run_test_group) on one lease,
         a GPU's where any of them needs one; each test the group did not settle runs alone
         afterwards, as `one` runs it."""
+        assert worker is not None  # only a split lab's tests are grouped
         need = Need.GPU if scheduler.has_gpus and any(test.needs_gpu for test in batch) else Need.CPU
         key = f"{exe.name}/{len(batch)} tests from {batch[0].name}"
         with scheduler.hold(need, key=key, yields=True) as lease:
@@ -283,9 +284,9 @@ def run_tests(
         return outcomes
 
     size = config.tests_per_process if worker is not None else 1
-    grouped = [test for test in tests if size != 1 and _shareable(test, scheduler.has_gpus)]
+    grouped = [test for test in tests if _shareable(test, scheduler.has_gpus)] if size != 1 else []
     grouped = grouped if len(grouped) > 1 else []
-    size = size if size > 1 else max(len(grouped), 1)
+    per_group = size or len(grouped)  # 0: all of them in one
     # Each in a copy of this thread's context: the tests run for the submission this thread does
     # (SUBMISSION_ORDER, engine/schedule.py).
     singles = {
@@ -294,9 +295,8 @@ def run_tests(
         if test not in grouped
     }
     groups = [
-        pool.submit(contextvars.copy_context().run, together, grouped[start : start + size], worker)
-        for start in range(0, len(grouped), size)
-        if worker is not None
+        pool.submit(contextvars.copy_context().run, together, grouped[start : start + per_group])
+        for start in range(0, len(grouped), per_group)
     ]
     results = {name: result_of(future) for name, future in singles.items()}
     for future in groups:
