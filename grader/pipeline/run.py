@@ -286,7 +286,7 @@ def run_tests(
     size = config.tests_per_process if worker is not None else 1
     grouped = [test for test in tests if _shareable(test, scheduler.has_gpus)] if size != 1 else []
     grouped = grouped if len(grouped) > 1 else []
-    per_group = size or len(grouped)  # 0: all of them in one
+    per_group = size or max(len(grouped), 1)  # 0: all of them in one
     # Each in a copy of this thread's context: the tests run for the submission this thread does
     # (SUBMISSION_ORDER, engine/schedule.py).
     singles = {

@@ -269,3 +269,14 @@ def test_the_case_under_way_is_named_only_where_the_report_and_the_gate_agree():
     assert _case_under_way(names, ["a"], started=3) is None  # a case started and left no element
     assert _case_under_way(names, ["b"], started=2) is None  # not the listing's order
     assert _case_under_way(names, ["a", "b", "c"], started=3) is None  # every case finished
+
+
+def test_a_lab_with_one_shareable_test_runs_it_alone_as_before(tmp_path):
+    log = tmp_path / "pids.txt"
+    tests = [
+        {"name": "only one", "tags": "[lab05][correctness][gpu]", "behaviour": f"pid:{log}"},
+        {"name": "timed", "tags": "[lab05][performance][alone][gpu]", "behaviour": f"pid:{log}"},
+    ]
+    outcomes = grade(tmp_path, tests, per_process=0)
+    assert {outcome.status for outcome in outcomes.values()} == {Status.PASSED}
+    assert sorted(processes(log).values()) == [["only one"], ["timed"]]
