@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -719,7 +720,11 @@ def start_class_run(fake_kit, tmp_path: Path, behaviour: str) -> tuple[Path, Pat
 
 
 def resume_and_check(fake_kit, klass: Path, out: Path, env: dict, kept: int) -> None:
-    """The same command again: the `kept` reports are kept, the rest graded, the class whole."""
+    """The same command again: the `kept` reports are kept, the rest graded, the class whole.
+    The tests of the second run pass at once: what is checked is which reports it keeps and
+    writes, not how long its tests take."""
+    spec_path = fake_kit.root / "fake_kit.json"
+    spec_path.write_text(re.sub(r'"behaviour": "(sleep|record):[^"]*"', '"behaviour": "pass"', spec_path.read_text()))
     second = subprocess.run(
         grade_command(fake_kit, klass, out), env=env, capture_output=True, text=True, timeout=120
     )
