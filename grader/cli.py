@@ -232,6 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
         "with the engine's slots (what the serial pass checks, sooner)",
     )
     bench.add_argument(
+        "--also-gpus",
+        metavar="LIST",
+        help="after the engine's pass, one more on these GPUs alone (e.g. 0), compared with it: "
+        "the rate on every GPU over the rate on these",
+    )
+    bench.add_argument(
         "--repeat",
         type=int,
         default=0,
@@ -594,7 +600,10 @@ def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
     if args.copies < 1 or args.repeat < 0:
         raise GraderError("--copies must be at least 1 and --repeat at least 0")
     each_alone = args.each_alone and args.no_serial
-    return run_bench(kit, options, args.copies, not args.no_serial, args.repeat, only, args.out, each_alone)
+    also = tuple(gpu.strip() for gpu in args.also_gpus.split(",") if gpu.strip()) if args.also_gpus else None
+    return run_bench(
+        kit, options, args.copies, not args.no_serial, args.repeat, only, args.out, each_alone, also
+    )
 
 
 def run_handout(kit: Kit, args: argparse.Namespace) -> int:

@@ -79,6 +79,7 @@ class Pass:
     window_seconds: float
     parked_seconds: float
     profiler_turns: int
+    first_report: float  # seconds from the pass's start to its first finished submission
     spans: list[Span] = field(repr=False)  # times from the pass's start
     scores: dict[str, SubmissionScore] = field(repr=False)
     usage: Usage | None = field(default=None, repr=False)  # how busy the CPUs and GPUs were
@@ -119,16 +120,18 @@ def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[Synthe
         engine.harness()  # outside the timed part: built once per run, reused by every pass
         progress.log(f"pass {name}:")
         progress.start(len(jobs), 0)  # a line per student graded, and what runs every 30 s
+        finished: list[float] = []
+
+        def done(score: SubmissionScore) -> None:
+            finished.append(time.monotonic())
+            progress.finished(
+                score.student_id, f"{format_points(score.points)}/{format_points(score.max_points)}"
+            )
+
         try:
             with UsageSampler() as sampler:
                 start = sampler.started
-                scores = engine.grade_all(
-                    jobs,
-                    done=lambda score: progress.finished(
-                        score.student_id, f"{format_points(score.points)}/{format_points(score.max_points)}"
-                    ),
-                    labs_for=lambda student_id: by_id[student_id].labs,
-                )
+                scores = engine.grade_all(jobs, done=done, labs_for=lambda student_id: by_id[student_id].labs)
                 wall = time.monotonic() - start
         finally:
             progress.close()
@@ -144,6 +147,7 @@ def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[Synthe
             most_at_once=dict(engine.scheduler.stats.most_at_once),
             windows=engine.scheduler.stats.started.get("window", 0),
             profiler_turns=engine.scheduler.stats.started.get("profiler", 0),
+            first_report=min(finished, default=start + wall) - start,
             window_seconds=engine.scheduler.stats.window_seconds,
             parked_seconds=engine.scheduler.stats.parked_seconds,
             spans=[
@@ -229,9 +233,12 @@ def run_bench(
     only: list[str] | None,
     out: Path | None,
     each_alone: bool = False,
+    also_gpus: tuple[str, ...] | None = None,
 ) -> int:
     """`each_alone` (with `serial` off): the pass the engine's is compared with grades with the
-    engine's slots, each test in a process of its own: the serial pass's scores, sooner."""
+    engine's slots, each test in a process of its own: the serial pass's scores, sooner.
+    `also_gpus`: one more engine pass on these GPUs alone (e.g. one of a node's four), after the
+    engine's, to which its rate and scores are compared: the scaling over GPUs in one run."""
     students = synthetic_class(kit, options.labs, copies, only)
     print(
         f"grader bench: {len(students)} synthetic students ({copies} copies), "
@@ -248,12 +255,18 @@ def run_bench(
             passes.append(grade_pass(kit, "each test alone", replace(options, run=alone), students))
         passes.append(grade_pass(kit, "engine", options, students))
         print(_pass_line(passes[-1], None), flush=True)
+        fewer = None
+        if also_gpus is not None:
+            fewer = grade_pass(
+                kit, f"engine on GPU {','.join(also_gpus)}", replace(options, gpus=also_gpus), students
+            )
+            print(_pass_line(fewer, passes[-1]), flush=True)
         repeats = []
         for i in range(1, repeat + 1):
             repeats.append(grade_pass(kit, f"engine again ({i})", options, students))
             print(_pass_line(repeats[-1], passes[-1]), flush=True)
     engine = passes[-1]
-    print("\n" + format_passes(passes + repeats))
+    print("\n" + format_passes(passes + ([fewer] if fewer else []) + repeats))
     print(f"\nharness (configure and build once per run): {engine.harness:.1f} s")
     print(
         f"measuring windows (a GPU alone): {engine.windows}, open {engine.window_seconds:.1f} s in all; "
@@ -276,7 +289,15 @@ def run_bench(
     print("\nwhere the test processes' time went (engine pass, summed over submissions):")
     for name, seconds, count in slowest_tests(engine.scores):
         print(f"  {seconds:7.1f} s  {count:3d} runs  {name}")
-    report: dict = {"passes": [_pass_json(p) for p in passes + repeats]}
+    report: dict = {"passes": [_pass_json(p) for p in passes + ([fewer] if fewer else []) + repeats]}
+    if fewer is not None:
+        scaling = fewer.wall / engine.wall if engine.wall else 0.0
+        same = not score_differences(fewer.scores, engine.scores)
+        print(
+            f"the engine pass against the pass on GPU {','.join(also_gpus or ())}: {scaling:.2f}x the rate; "
+            f"scores identical: {'yes' if same else 'NO'}"
+        )
+        report["scaling"] = {"gpus": list(also_gpus or ()), "speedup": round(scaling, 3), "identical": same}
     if serial or each_alone:
         baseline = "serial grading" if serial else "grading each test alone"
         differences = score_differences(passes[0].scores, engine.scores)
@@ -320,7 +341,7 @@ def run_bench(
 def _pass_line(p: Pass, first: Pass | None) -> str:
     """A line as each pass ends, so that a run cut short still tells what it measured."""
     line = f"pass done: {p.name}: {p.student_labs} student-labs in {p.wall:.1f} s"
-    line += f" ({p.per_minute:.1f} per minute)"
+    line += f" ({p.per_minute:.1f} per minute, the first report after {p.first_report:.1f} s)"
     if first is not None:
         same = not score_differences(first.scores, p.scores)
         line += f"; scores {'the same as' if same else 'DIFFERENT from'} the first engine pass"
@@ -337,6 +358,7 @@ def _pass_json(p: Pass) -> dict:
         "student_labs": p.student_labs,
         "wall_s": round(p.wall, 2),
         "student_labs_per_minute": round(p.per_minute, 2),
+        "first_report_s": round(p.first_report, 2),
         "build_s": round(p.build, 2),
         "test_processes_s": round(p.test_processes, 2),
         "compiles": p.compiled,

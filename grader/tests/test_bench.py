@@ -83,3 +83,29 @@ def test_profiler_turns_are_summed_and_the_busiest_gpus_share_is_the_floor_under
     ]
     assert profiler_time(spans) == (4.5, 3.5)
     assert profiler_time([]) == (0.0, 0.0)
+
+
+def test_a_pass_on_fewer_gpus_is_compared_with_the_engines_and_each_pass_says_when_its_first_report_came(
+    fake_kit, tmp_path, capsys, monkeypatch
+):
+    real = bench.grade_pass
+    gpus_of: dict[str, tuple[str, ...] | None] = {}
+
+    def recorded(kit, name, options, students):
+        gpus_of[name] = options.gpus
+        return real(kit, name, options, students)
+
+    monkeypatch.setattr(bench, "grade_pass", recorded)
+    options = fake_kit.options(gpus=["0", "1"])
+    run_bench(
+        fake_kit.kit, options, copies=1, serial=False, repeat=0, only=None, out=tmp_path, also_gpus=("1",)
+    )
+    assert gpus_of == {"engine": ("0", "1"), "engine on GPU 1": ("1",)}
+    shown = capsys.readouterr().out
+    assert "pass done: engine on GPU 1: 4 student-labs in" in shown
+    assert "scores identical: yes" in shown
+    report = json.loads((tmp_path / "bench.json").read_text())
+    assert [p["name"] for p in report["passes"]] == ["engine", "engine on GPU 1"]
+    assert report["scaling"]["gpus"] == ["1"] and report["scaling"]["identical"] is True
+    for p in report["passes"]:
+        assert 0 < p["first_report_s"] <= p["wall_s"]

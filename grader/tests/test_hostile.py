@@ -729,7 +729,9 @@ def shows_without_a_gpu(case: Case) -> bool:
     is in a kernel, and whose only expectation without a GPU is the control's (every test that
     ran passed, no words, no further check), would build and skip like the control: about 2 s
     of the two-core machine's CPU each, for nothing the control does not show."""
-    trivial = all(want == "full" for want in case.points.values()) and not case.feedback and case.extra is None
+    trivial = (
+        all(want == "full" for want in case.points.values()) and not case.feedback and case.extra is None
+    )
     return not (case.gpu_points is not None and trivial)
 
 

@@ -724,7 +724,9 @@ def resume_and_check(fake_kit, klass: Path, out: Path, env: dict, kept: int) -> 
     The tests of the second run pass at once: what is checked is which reports it keeps and
     writes, not how long its tests take."""
     spec_path = fake_kit.root / "fake_kit.json"
-    spec_path.write_text(re.sub(r'"behaviour": "(sleep|record):[^"]*"', '"behaviour": "pass"', spec_path.read_text()))
+    spec_path.write_text(
+        re.sub(r'"behaviour": "(sleep|record):[^"]*"', '"behaviour": "pass"', spec_path.read_text())
+    )
     second = subprocess.run(
         grade_command(fake_kit, klass, out), env=env, capture_output=True, text=True, timeout=120
     )
