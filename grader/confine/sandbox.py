@@ -39,6 +39,9 @@ class Sandbox:
     unshare: str = "unshare"
     user_namespace: bool = False  # not root: map the user to root in a new user namespace
     tools: tuple[Path, ...] = ()  # read-only in every view: tools outside the system's folders
+    # (CUDA_VISIBLE_DEVICES value, device node) of each GPU lane whose node is known (gpu_nodes):
+    # a process on that lane sees that GPU's node alone.
+    gpu_nodes: tuple[tuple[str, str], ...] = ()
 
     def wrap(
         self,
@@ -46,18 +49,22 @@ class Sandbox:
         writable: Path,
         readable: tuple[Path, ...] = (),
         scratch_bytes: int | None = None,
+        gpu: str | None = None,
     ) -> list[str]:
         """`command`, to run confined, seeing `writable` (its folder) and `readable` (its
         executables and data) and nothing of the hidden folders. With `scratch_bytes`, `writable`
         is an empty file system of that size in the process's view (its pages count in the
-        test's memory), and nothing it writes reaches the disk."""
+        test's memory), and nothing it writes reaches the disk. `gpu`, the process's
+        CUDA_VISIBLE_DEVICES: where its node is known, the only GPU in the view."""
         mode = f"tmpfs:{scratch_bytes}" if scratch_bytes is not None else "rw"
         named = dict.fromkeys([*readable, *self.tools])
         visible = [(writable, mode)] + [(path, "ro") for path in named if path != writable]
         pairs = [part for path, mode in visible for part in (str(path.resolve()), mode)]
+        node = dict(self.gpu_nodes).get(gpu) if gpu is not None else None
         return [
             *self._unshare(),
             str(self.init),
+            *(["--gpu-node", node] if node else []),
             str(len(visible)),
             *pairs,
             *(str(path) for path in self.hidden),
@@ -117,6 +124,49 @@ def detect(hidden: tuple[Path, ...] = (), tools: tuple[Path, ...] = ()) -> Sandb
         why = (done.stderr or done.stdout).strip().splitlines()
         return SandboxCheck(None, f"unshare failed ({why[-1] if why else f'exit code {done.returncode}'})")
     return SandboxCheck(sandbox)
+
+
+def gpu_nodes(
+    gpus: list[str], listing: str | None = None, driver: Path = Path("/proc/driver/nvidia/gpus")
+) -> tuple[tuple[str, str], ...]:
+    """(lane, device node) for each of `gpus` (CUDA_VISIBLE_DEVICES values: an index as
+    nvidia-smi numbers the GPUs, or a GPU's UUID) whose node the driver names: nvidia-smi gives
+    the lane's PCI address, the driver's folder for that address its minor number. A lane it
+    cannot place (a MIG instance, no nvidia-smi) is left out and keeps every node in view.
+    `listing`: nvidia-smi's CSV, for tests."""
+    if listing is None:
+        try:
+            done = subprocess.run(
+                ["nvidia-smi", "--query-gpu=index,uuid,pci.bus_id", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return ()
+        listing = done.stdout if done.returncode == 0 else ""
+    found = []
+    rows = [
+        [field.strip() for field in line.split(",")] for line in listing.splitlines() if line.count(",") == 2
+    ]
+    for gpu in gpus:
+        row = next((row for row in rows if gpu in (row[0], row[1])), None)
+        if row is None:
+            continue
+        domain, _, rest = row[2].lower().partition(":")  # 00000000:00:06.0 -> 0000:00:06.0
+        information = driver / f"{domain[-4:]}:{rest}" / "information"
+        try:
+            text = information.read_text()
+        except OSError:
+            continue
+        minor = next(
+            (line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Device Minor")),
+            "",
+        )
+        if minor.isdigit():
+            found.append((gpu, f"nvidia{minor}"))
+    return tuple(found)
 
 
 def build_init() -> tuple[Path | None, str]:

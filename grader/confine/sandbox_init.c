@@ -1,7 +1,14 @@
 /* The first process inside a test's new namespaces (grader/confine/sandbox.py): builds its view of
  * the file system, then becomes the test.
  *
- *     kit_sandbox_init N PATH MODE ... [HIDDEN ...] -- COMMAND ...
+ *     kit_sandbox_init [--gpu-node nvidiaK] N PATH MODE ... [HIDDEN ...] -- COMMAND ...
+ *
+ * With --gpu-node, /dev holds that GPU's node alone of the machine's /dev/nvidia0, nvidia1, ...
+ * (the control, UVM and capability nodes stay), and the command gets CUDA_VISIBLE_DEVICES=0: the
+ * only GPU it can open is its lane's. CUDA_VISIBLE_DEVICES alone is the program's choice, and a
+ * process that can open every GPU's node initializes them all when CUDA starts: on a node of
+ * four, eight such processes at once started at half the rate of processes that saw one GPU
+ * (bench/RESULTS.md, "Starting CUDA processes").
  *
  * N visible paths with their modes (rw, ro, or tmpfs:SIZE: an empty, writable file system of
  * at most SIZE bytes in its place, e.g. tmpfs:256m, whose pages count in the test's memory),
@@ -175,9 +182,18 @@ static const char *rooted(const char *path) {
   return out;
 }
 
-/* A fresh /dev in the new root: the nodes above and NVIDIA's, the usual links, and a fresh
- * /dev/shm; fills `nodes` (their names) and returns how many. */
-static size_t minimal_dev(struct node *nodes) {
+/* Whether `name` is one GPU's node, nvidia followed by its minor number only. */
+static int is_gpu_node(const char *name) {
+  if (strncmp(name, "nvidia", 6) != 0 || name[6] == '\0') return 0;
+  for (const char *c = name + 6; *c != '\0'; ++c)
+    if (*c < '0' || *c > '9') return 0;
+  return 1;
+}
+
+/* A fresh /dev in the new root: the nodes above and NVIDIA's (of the GPUs' own nodes only
+ * `gpu_node`, when not NULL), the usual links, and a fresh /dev/shm; fills `nodes` (their names)
+ * and returns how many. */
+static size_t minimal_dev(struct node *nodes, const char *gpu_node) {
   size_t count = 0;
   char path[512];
   for (size_t i = 0; i < sizeof DEVICES / sizeof DEVICES[0]; ++i) {
@@ -189,6 +205,8 @@ static size_t minimal_dev(struct node *nodes) {
   if (dev == NULL) fail("listing /dev");
   for (struct dirent *entry; (entry = readdir(dev)) != NULL;) {
     if (strncmp(entry->d_name, "nvidia", 6) != 0) continue;
+    if (gpu_node != NULL && is_gpu_node(entry->d_name) && strcmp(entry->d_name, gpu_node) != 0)
+      continue;
     if (count == MAX_NODES) {
       errno = E2BIG;
       fail("more than %d device nodes", MAX_NODES);
@@ -196,6 +214,14 @@ static size_t minimal_dev(struct node *nodes) {
     snprintf(nodes[count++].name, sizeof nodes->name, "%s", entry->d_name);
   }
   closedir(dev);
+  if (gpu_node != NULL) {
+    int found = 0;
+    for (size_t i = first_nvidia; i < count; ++i) found |= strcmp(nodes[i].name, gpu_node) == 0;
+    if (!found) {
+      errno = ENOENT;
+      fail("the lane's GPU node /dev/%s", gpu_node);
+    }
+  }
   qsort(nodes + first_nvidia, count - first_nvidia, sizeof *nodes, by_name);
   for (size_t i = 0; i < count; ++i) {
     snprintf(path, sizeof path, "/dev/%.255s", nodes[i].name);
@@ -259,9 +285,19 @@ struct visible {
 };
 
 int main(int argc, char **argv) {
+  const char *gpu_node = NULL;
+  if (argc > 2 && strcmp(argv[1], "--gpu-node") == 0) {
+    gpu_node = argv[2];
+    if (!is_gpu_node(gpu_node)) {
+      errno = EINVAL;
+      fail("--gpu-node %s: not a GPU's node name such as nvidia0", gpu_node);
+    }
+    argv += 2;
+    argc -= 2;
+  }
   if (argc < 2) {
     errno = EINVAL;
-    fail("usage: kit_sandbox_init N PATH MODE ... [HIDDEN ...] -- COMMAND ...");
+    fail("usage: kit_sandbox_init [--gpu-node nvidiaK] N PATH MODE ... [HIDDEN ...] -- COMMAND ...");
   }
   int count = atoi(argv[1]);
   if (count < 0 || 2 + 2 * count > argc) {
@@ -316,7 +352,9 @@ int main(int argc, char **argv) {
   if (mkdir(rooted("/proc"), 0555) != 0) fail("mkdir /proc");
   do_mount("/proc", rooted("/proc"), NULL, MS_BIND | MS_REC,
            NULL); /* unshare's, of this PID namespace */
-  size_t node_count = minimal_dev(nodes);
+  size_t node_count = minimal_dev(nodes, gpu_node);
+  /* The lane's GPU is the only one this view holds: CUDA numbers it 0. */
+  if (gpu_node != NULL && setenv("CUDA_VISIBLE_DEVICES", "0", 1) != 0) fail("setenv");
   /* A fresh /tmp: nothing left there by an earlier test, or for a later one. */
   if (mkdir(rooted("/tmp"), 01777) != 0) fail("mkdir /tmp");
   tmpfs("kit-tmp", rooted("/tmp"), "mode=1777,size=1g");

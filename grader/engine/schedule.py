@@ -184,6 +184,11 @@ class Scheduler:
         return bool(self._lanes)
 
     @property
+    def gpus(self) -> list[str]:
+        """The lanes' GPUs, as CUDA_VISIBLE_DEVICES values."""
+        return [lane.gpu for lane in self._lanes]
+
+    @property
     def total_slots(self) -> int:
         """The most processes at once: every job holds a CPU slot."""
         return self.cpu_slots

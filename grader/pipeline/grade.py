@@ -27,7 +27,7 @@ from pathlib import Path
 from ..confine.cgroups import Cgroups
 from ..confine.cgroups import detect as detect_cgroups
 from ..confine.proc import kill_started_groups
-from ..confine.sandbox import Sandbox, detect, tool_folders
+from ..confine.sandbox import Sandbox, detect, gpu_nodes, tool_folders
 from ..engine.schedule import SUBMISSION_ORDER, Need, Scheduler, Stopped, result_of, visible_gpus
 from ..errors import GraderError
 from ..progress import PlainProgress, Progress, QuietProgress
@@ -167,7 +167,8 @@ class Engine:
                 "'Confinement'); run the grader as root, or where unprivileged user namespaces are "
                 "allowed, or pass --unconfined to grade code you trust without confinement"
             )
-        return check.sandbox
+        # Each GPU lane's processes see that GPU's device node alone (sandbox_init.c).
+        return replace(check.sandbox, gpu_nodes=gpu_nodes(self.scheduler.gpus))
 
     def _cgroups(self) -> Cgroups | None:
         """A cgroup per test process, bounding its memory and processes (grader/confine/cgroups.py);

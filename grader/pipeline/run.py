@@ -519,7 +519,12 @@ def _run_judge(
         if worker is not None:
             environment.update(worker_env(worker, run_dir, config, env or {}))
         elif config.sandbox is not None:
-            command = config.sandbox.wrap(command, run_dir, _readable(exe, work_dir, env or {}))
+            command = config.sandbox.wrap(
+                command,
+                run_dir,
+                _readable(exe, work_dir, env or {}),
+                gpu=(env or {}).get("CUDA_VISIBLE_DEVICES"),
+            )
         limits_hit: list[str] = []
         with config.cgroups.for_test() if config.cgroups is not None else nullcontext() as cgroup:
             result = run_limited(
@@ -559,7 +564,9 @@ def worker_env(worker: Path, run_dir: Path, config: RunConfig, env: dict[str, st
         worker_dir.mkdir()
         probes = [Path(value).parent for key, value in env.items() if key == "KIT_PROBE_PATH" and value]
         readable = tuple(dict.fromkeys([worker.parent, *probes]))
-        command = config.sandbox.wrap([], worker_dir, readable, scratch_bytes=WORKER_SCRATCH_BYTES)
+        command = config.sandbox.wrap(
+            [], worker_dir, readable, scratch_bytes=WORKER_SCRATCH_BYTES, gpu=env.get("CUDA_VISIBLE_DEVICES")
+        )
         variables["KIT_WORKER_COMMAND"] = "\n".join(command)
         variables["KIT_WORKER_HOME"] = str(worker_dir)
     return variables

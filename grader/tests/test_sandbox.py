@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from grader.confine import sandbox as sandbox_module
-from grader.confine.sandbox import Sandbox, SandboxCheck, build_init, detect
+from grader.confine.sandbox import Sandbox, SandboxCheck, build_init, detect, gpu_nodes
 from grader.errors import GraderError
 from grader.pipeline import grade as pipeline
 from grader.pipeline.run import WORKER_SCRATCH_BYTES, RunConfig, run_test
+
+from grader.engine.schedule import visible_gpus
 
 from .conftest import write_fake_catch2
 
@@ -207,6 +209,61 @@ def test_a_setup_failure_inside_the_sandbox_is_exit_code_125_with_the_reason(san
     done = subprocess.run(sandbox.wrap([str(tmp_path / "missing")], tmp_path), capture_output=True, text=True)
     assert done.returncode == 125
     assert "kit sandbox: could not set up the test's file system: executing" in done.stderr
+
+
+def test_a_lane_is_placed_on_its_gpus_device_node_by_its_pci_address(tmp_path):
+    listing = (
+        "0, GPU-aaaa, 00000000:00:06.0\n"
+        "1, GPU-bbbb, 00000000:00:07.0\n"
+        "2, GPU-cccc, 00000001:0A:00.0\n"
+        "3, GPU-dddd, 00000000:00:09.0\n"
+    )
+    for address, minor in (("0000:00:06.0", 0), ("0000:00:07.0", 5), ("0001:0a:00.0", 2)):
+        (tmp_path / address).mkdir()
+        (tmp_path / address / "information").write_text(f"Model: \t NVIDIA H200\nDevice Minor: \t {minor}\n")
+    # By index or by UUID; GPU 3 has no folder of the driver's, and "MIG-x" no row: both left out.
+    assert gpu_nodes(["1", "GPU-cccc", "0", "3", "MIG-x"], listing, tmp_path) == (
+        ("1", "nvidia5"),
+        ("GPU-cccc", "nvidia2"),
+        ("0", "nvidia0"),
+    )
+    assert gpu_nodes(["0"], "", tmp_path) == ()
+
+
+def test_a_process_on_a_placed_lane_is_started_with_its_node_and_others_are_not(tmp_path):
+    sandbox = Sandbox(tmp_path / "init", gpu_nodes=(("1", "nvidia5"),))
+    command = sandbox.wrap(["true"], tmp_path, gpu="1")
+    at = command.index(str(tmp_path / "init"))
+    assert command[at + 1 : at + 3] == ["--gpu-node", "nvidia5"]
+    for gpu in ("0", None):
+        assert "--gpu-node" not in sandbox.wrap(["true"], tmp_path, gpu=gpu)
+
+
+def test_the_init_refuses_a_gpu_node_that_is_not_there_or_not_a_gpus(sandbox, tmp_path):
+    for node, why in (("nvidia977", "the lane's GPU node /dev/nvidia977"), ("sda", "not a GPU's node name")):
+        lane = Sandbox(
+            sandbox.init, sandbox.hidden, sandbox.unshare, sandbox.user_namespace, gpu_nodes=(("0", node),)
+        )
+        done = subprocess.run(lane.wrap(["true"], tmp_path, gpu="0"), capture_output=True, text=True)
+        assert done.returncode == 125 and why in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(not visible_gpus(), reason="needs a GPU")
+def test_on_a_gpu_lane_a_confined_process_sees_that_gpu_alone_as_device_0(sandbox, tmp_path):
+    placed = gpu_nodes(visible_gpus())
+    assert placed, "nvidia-smi and the driver placed no GPU on its device node"
+    lane, node = placed[-1]
+    confined_lane = Sandbox(
+        sandbox.init, sandbox.hidden, sandbox.unshare, sandbox.user_namespace, gpu_nodes=placed
+    )
+    script = (
+        "ls /dev | grep -E '^nvidia[0-9]+$'; echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES; nvidia-smi -L"
+    )
+    command = confined_lane.wrap(["/bin/sh", "-c", script], tmp_path, gpu=lane)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    lines = done.stdout.splitlines()
+    assert lines[:2] == [node, "CUDA_VISIBLE_DEVICES=0"], done.stdout + done.stderr
+    assert len([line for line in lines if line.startswith("GPU ")]) == 1, done.stdout
 
 
 JUDGE_TESTS = Path(os.environ.get("KIT_BUILD_DIR", "/nonexistent")) / "bin" / "remote_tests"
