@@ -297,7 +297,8 @@ int main(int argc, char **argv) {
   }
   if (argc < 2) {
     errno = EINVAL;
-    fail("usage: kit_sandbox_init [--gpu-node nvidiaK] N PATH MODE ... [HIDDEN ...] -- COMMAND ...");
+    fail(
+        "usage: kit_sandbox_init [--gpu-node nvidiaK] N PATH MODE ... [HIDDEN ...] -- COMMAND ...");
   }
   int count = atoi(argv[1]);
   if (count < 0 || 2 + 2 * count > argc) {

@@ -297,6 +297,8 @@ def run_bench(
             f"the engine pass against the pass on GPU {','.join(also_gpus or ())}: {scaling:.2f}x the rate; "
             f"scores identical: {'yes' if same else 'NO'}"
         )
+        for line in score_differences(engine.scores, fewer.scores):
+            print(f"  differs: {line}")
         report["scaling"] = {"gpus": list(also_gpus or ()), "speedup": round(scaling, 3), "identical": same}
     if serial or each_alone:
         baseline = "serial grading" if serial else "grading each test alone"

@@ -12,11 +12,10 @@ import pytest
 
 from grader.confine import sandbox as sandbox_module
 from grader.confine.sandbox import Sandbox, SandboxCheck, build_init, detect, gpu_nodes
+from grader.engine.schedule import visible_gpus
 from grader.errors import GraderError
 from grader.pipeline import grade as pipeline
 from grader.pipeline.run import WORKER_SCRATCH_BYTES, RunConfig, run_test
-
-from grader.engine.schedule import visible_gpus
 
 from .conftest import write_fake_catch2
 
