@@ -38,10 +38,15 @@ def configure_command(tmp_path: Path, target: str, gpu: bool, *variables: str) -
 def test_make_test_builds_one_architecture_only_where_there_is_no_gpu(tmp_path: Path, gpu: bool) -> None:
     line = configure_command(tmp_path, "test", gpu)
     assert ("-DCMAKE_CUDA_ARCHITECTURES=75" in line) is not gpu
-    # make build keeps the kit's own choice: the GPU's, or the documented list without one.
-    assert "CMAKE_CUDA_ARCHITECTURES" not in configure_command(tmp_path, "build", gpu)
+    assert ("-DKIT_PROBES=OFF" in line) is not gpu
+    # make build keeps the kit's own choice: the GPU's, or the documented list without one, and
+    # the probes.
+    built = configure_command(tmp_path, "build", gpu)
+    assert "CMAKE_CUDA_ARCHITECTURES" not in built and "KIT_PROBES" not in built
 
 
 def test_an_architecture_given_to_make_test_is_the_only_one(tmp_path: Path) -> None:
     line = configure_command(tmp_path, "test", False, "CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=86")
     assert line.count("CMAKE_CUDA_ARCHITECTURES") == 1 and "=86" in line
+    line = configure_command(tmp_path, "test", False, "CMAKE_ARGS=-DKIT_PROBES=ON")
+    assert line.count("KIT_PROBES") == 1 and "-DKIT_PROBES=ON" in line
