@@ -671,8 +671,11 @@ def processes_naming(folder: Path) -> list[str]:
 
 
 def grade_command(fake_kit, klass: Path, out: Path) -> list[str]:
+    # The first line says how the run will take Ctrl-C: a run that once finished as if SIGINT
+    # never came (1 in about 40) is to be told apart from one that started with it ignored.
     code = (
-        "import sys; from grader import cli;"
+        "import signal, sys; from grader import cli;"
+        "print('SIGINT:', signal.getsignal(signal.SIGINT), flush=True);"
         "from grader.pipeline.build import BuildConfig; from grader.pipeline.run import RunConfig;"
         f"cli._configs = lambda args: (BuildConfig(cmake={str(fake_kit.cmake)!r}, generator=None,"
         " jobs=1, timeout=30),"
