@@ -266,7 +266,8 @@ def run_bench(
             repeats.append(grade_pass(kit, f"engine again ({i})", options, students))
             print(_pass_line(repeats[-1], passes[-1]), flush=True)
     engine = passes[-1]
-    print("\n" + format_passes(passes + ([fewer] if fewer else []) + repeats))
+    every_pass = passes + ([fewer] if fewer else []) + repeats
+    print("\n" + format_passes(every_pass))
     print(f"\nharness (configure and build once per run): {engine.harness:.1f} s")
     print(
         f"measuring windows (a GPU alone): {engine.windows}, open {engine.window_seconds:.1f} s in all; "
@@ -289,25 +290,25 @@ def run_bench(
     print("\nwhere the test processes' time went (engine pass, summed over submissions):")
     for name, seconds, count in slowest_tests(engine.scores):
         print(f"  {seconds:7.1f} s  {count:3d} runs  {name}")
-    report: dict = {"passes": [_pass_json(p) for p in passes + ([fewer] if fewer else []) + repeats]}
+    report: dict = {"passes": [_pass_json(p) for p in every_pass]}
     if fewer is not None:
-        scaling = fewer.wall / engine.wall if engine.wall else 0.0
-        same = not score_differences(fewer.scores, engine.scores)
+        scaling, differences = _compared(fewer, engine)
         print(
             f"the engine pass against the pass on GPU {','.join(also_gpus or ())}: {scaling:.2f}x the rate; "
-            f"scores identical: {'yes' if same else 'NO'}"
+            f"scores identical: {'yes' if not differences else 'NO'}"
         )
-        for line in score_differences(engine.scores, fewer.scores):
-            print(f"  differs: {line}")
-        report["scaling"] = {"gpus": list(also_gpus or ()), "speedup": round(scaling, 3), "identical": same}
+        _print_differences(differences)
+        report["scaling"] = {
+            "gpus": list(also_gpus or ()),
+            "speedup": round(scaling, 3),
+            "identical": not differences,
+        }
     if serial or each_alone:
         baseline = "serial grading" if serial else "grading each test alone"
-        differences = score_differences(passes[0].scores, engine.scores)
-        speedup = passes[0].wall / engine.wall if engine.wall else 0.0
+        speedup, differences = _compared(passes[0], engine)
         print(f"engine speed-up over {baseline}: {speedup:.2f}x")
         print(f"scores identical to {baseline}: {'yes' if not differences else 'NO'}")
-        for line in differences:
-            print(f"  differs: {line}")
+        _print_differences(differences)
         report["identical_to_serial" if serial else "identical_to_each_test_alone"] = not differences
         report["differences"] = differences
     if repeats:
@@ -330,7 +331,7 @@ def run_bench(
         out.mkdir(parents=True, exist_ok=True)
         (out / "bench.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"\nfigures in {out / 'bench.json'}")
-        for p in passes + repeats:
+        for p in every_pass:
             (out / f"timeline-{_file_name(p.name)}.json").write_text(
                 json.dumps([asdict(span) for span in p.spans]) + "\n", encoding="utf-8"
             )
@@ -338,6 +339,19 @@ def run_bench(
             why_not = plot_timeline(p.timeline, f"{p.name} pass", chart, p.usage)
             print(why_not or f"timeline of the {p.name} pass in {chart}")
     return 0
+
+
+def _compared(baseline: Pass, engine: Pass) -> tuple[float, list[str]]:
+    """How many times the baseline's wall time the engine pass took less, and every test whose
+    points differ between them."""
+    return (baseline.wall / engine.wall if engine.wall else 0.0), score_differences(
+        baseline.scores, engine.scores
+    )
+
+
+def _print_differences(differences: list[str]) -> None:
+    for line in differences:
+        print(f"  differs: {line}")
 
 
 def _pass_line(p: Pass, first: Pass | None) -> str:

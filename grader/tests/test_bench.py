@@ -109,3 +109,4 @@ def test_a_pass_on_fewer_gpus_is_compared_with_the_engines_and_each_pass_says_wh
     assert report["scaling"]["gpus"] == ["1"] and report["scaling"]["identical"] is True
     for p in report["passes"]:
         assert 0 < p["first_report_s"] <= p["wall_s"]
+    assert (tmp_path / "timeline-engine-on-GPU-1.json").is_file()  # each pass has its timeline
