@@ -8,7 +8,7 @@
  * only GPU it can open is its lane's. CUDA_VISIBLE_DEVICES alone is the program's choice, and a
  * process that can open every GPU's node initializes them all when CUDA starts: on a node of
  * four, eight such processes at once started at half the rate of processes that saw one GPU
- * (bench/RESULTS.md, "Starting CUDA processes").
+ * (bench/RESULTS.md, "Every GPU of a node").
  *
  * N visible paths with their modes (rw, ro, or tmpfs:SIZE: an empty, writable file system of
  * at most SIZE bytes in its place, e.g. tmpfs:256m, whose pages count in the test's memory),

@@ -2,8 +2,9 @@
 
 Every page is loaded in a frame of the window's width by one page of the test's (one Chromium
 for all), whose script reports, once each has loaded, which images did not load and whether
-anything is wider than the frame; the DOM Chromium dumps carries the report. Links are checked against the files themselves. Each PDF's pages become
-PNGs (pdftoppm), and its text (pdftotext) must hold the lab's title and its code.
+anything is wider than the frame; the DOM Chromium dumps carries the report. Links are checked
+against the files themselves. Each PDF's pages become PNGs (pdftoppm), and its text (pdftotext)
+must hold the lab's title and its code.
 Screenshots and page images are kept under KIT_PAGES_OUT when it is set (CI keeps them).
 Skipped, with the reason, where Chromium or poppler-utils is not installed.
 """
