@@ -5,6 +5,8 @@
 #   make grade [SUBMISSIONS="class/ alice.zip"] [LABS=02]   grade (default: the sample class)
 #   make grade SUBMISSION=path/to/bob                       grade one submission folder on its own
 #   make grade ... GRADEBOOK=canvas ROSTER=export.csv       also the LMS's grade import (canvas, moodle, blackboard)
+#   make grade SLURM=1 SUBMISSIONS=class/ [TASKS=4 PARTITION=gpu GRES=gpu:1 TIME=02:00:00]
+#                                                           grade a class as a Slurm job array (docs/instructors.md)
 #   make report OUT=grades/<run> [GRADEBOOK=.. ROSTER=..]   the class files again from the reports in a graded folder
 #   make test                                               lint, then build and run every test
 #   make lint                                               ruff, mypy and clang-format, where installed
@@ -28,6 +30,11 @@ OUT ?=
 GRADEBOOK ?=
 ROSTER ?=
 ROSTER_ID ?=
+SLURM ?=
+TASKS ?=
+PARTITION ?=
+GRES ?=
+TIME ?=
 CMAKE_ARGS ?=
 export PATH := $(PATH):/usr/local/cuda/bin
 
@@ -43,6 +50,9 @@ pytest_workers = $(shell $(PY) -c 'import os, xdist; print(f"-n {min(os.cpu_coun
 out_arg = $(if $(OUT),--out $(OUT),)
 harness_arg = $(if $(HARNESS),--harness-dir $(HARNESS),)
 submission_arg = $(if $(SUBMISSION),--submission $(SUBMISSION),)
+# make grade SLURM=1 [TASKS= PARTITION= GRES= TIME=]: the class as a Slurm job array.
+slurm_arg = $(if $(SLURM),--slurm $(if $(TASKS),--tasks $(TASKS),) $(if $(PARTITION),--partition $(PARTITION),) \
+  $(if $(GRES),--gres $(GRES),) $(if $(TIME),--time $(TIME),),)
 # make grade GRADEBOOK=canvas ROSTER=roster.csv [ROSTER_ID="SIS Login ID"]: the LMS's import file too.
 gradebook_arg = $(if $(GRADEBOOK),--gradebook $(GRADEBOOK),) $(if $(ROSTER),--roster $(ROSTER),) \
   $(if $(ROSTER_ID),--roster-id "$(ROSTER_ID)",)
@@ -101,7 +111,7 @@ submit: setup
 	$(PY) -m grader submit --lab $(LAB)
 
 grade: setup
-	$(PY) -m grader grade $(labs_arg) $(out_arg) $(submission_arg) $(gradebook_arg) $(harness_arg) $(SUBMISSIONS)
+	$(PY) -m grader grade $(labs_arg) $(out_arg) $(submission_arg) $(gradebook_arg) $(harness_arg) $(slurm_arg) $(SUBMISSIONS)
 
 # make report OUT=grades/run [GRADEBOOK=canvas ROSTER=roster.csv]: the class files again, from the
 # reports in OUT (a class graded in parts and copied together, or a new roster).

@@ -13,6 +13,20 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
+from .cluster.slurm import (
+    DEFAULT_CPUS,
+    DEFAULT_GRES,
+    DEFAULT_TASKS,
+    DEFAULT_TIME,
+    Plan,
+    SlurmRequest,
+    finish,
+    follow,
+    grade_part,
+    run_status,
+    status_lines,
+    submit_class,
+)
 from .confine.sandbox import detect
 from .engine.schedule import visible_gpus
 from .errors import GraderError
@@ -173,7 +187,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_limits(grade)
     _add_grouping(grade)
+    _add_slurm(grade)
     grade.set_defaults(command=run_grade)
+
+    status = commands.add_parser(
+        "status",
+        parents=[kit_option],
+        help="where a class submitted to Slurm stands",
+        description="For a folder graded with grade --slurm: its tasks waiting, running, done and "
+        "failed (from squeue, and sacct where the cluster keeps accounting), the students graded "
+        "so far, and each failed task's first error with its log. Exits 1 if a task failed.",
+    )
+    status.add_argument("folder", metavar="OUT", help="the --out folder of grade --slurm")
+    status.set_defaults(command=run_status_command)
+
+    task = commands.add_parser(
+        "task",
+        parents=[kit_option],
+        help="what a Slurm job of grade --slurm runs: one part of the class, or the class files",
+        description="Grades part K of a class that grade --slurm split (its job script runs this "
+        "on a node, in SLURM_ARRAY_TASK_ID's part), or, with `finish`, writes the class files "
+        "from every report once the parts have ended. The options are those the class was "
+        "submitted with (OUT/.slurm/plan.json).",
+    )
+    task.add_argument("folder", metavar="OUT", help="the --out folder of grade --slurm")
+    task.add_argument("step", metavar="K|finish", help="the part to grade (0, 1, ...), or finish")
+    task.set_defaults(command=run_task)
 
     report = commands.add_parser(
         "report",
@@ -374,6 +413,51 @@ def _add_grouping(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_slurm(parser: argparse.ArgumentParser) -> None:
+    slurm = parser.add_argument_group(
+        "on a Slurm cluster", "grade the class as a job array (docs/instructors.md, 'On a Slurm cluster')"
+    )
+    slurm.add_argument(
+        "--slurm",
+        action="store_true",
+        help="build the harness into --out (on storage the nodes share), split the class into "
+        "--tasks parts and submit them as one job array, then a job that writes the class files",
+    )
+    slurm.add_argument(
+        "--tasks",
+        type=int,
+        metavar="N",
+        help=f"array tasks, each a part of the class (default: {DEFAULT_TASKS})",
+    )
+    slurm.add_argument(
+        "--partition", metavar="P", help="the partition (default: the job script's, or Slurm's)"
+    )
+    slurm.add_argument(
+        "--gres",
+        metavar="G",
+        help=f"the GPUs of each task, as Slurm names them (default: {DEFAULT_GRES}; none: no GPU)",
+    )
+    slurm.add_argument("--time", metavar="T", help=f"each task's time limit (default: {DEFAULT_TIME})")
+    slurm.add_argument(
+        "--cpus-per-task",
+        type=int,
+        metavar="N",
+        help=f"each task's CPUs, its --jobs (default: {DEFAULT_CPUS})",
+    )
+    slurm.add_argument(
+        "--poll",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds between looks at squeue while following the run (default: 10)",
+    )
+    slurm.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="submit and return; python -m grader status OUT says later where the run stands",
+    )
+
+
 def _add_limits(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
@@ -392,10 +476,9 @@ def _add_limits(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=os.cpu_count() or 2,
         metavar="N",
         help="CPU slots: processes at once, compiles, links and tests (a GPU test also takes a GPU "
-        "slot) (default: the CPU count)",
+        "slot) (default: the CPUs this process may run on; in a Slurm task, its --cpus-per-task)",
     )
     parser.add_argument(
         "--gpus",
@@ -428,11 +511,22 @@ def _configs(args: argparse.Namespace) -> tuple[BuildConfig, RunConfig]:
     )
 
 
-def _grade_options(kit: Kit, args: argparse.Namespace) -> GradeOptions:
+def cpu_slots(args: argparse.Namespace) -> int:
+    """--jobs, else the CPUs this process may run on: a Slurm task's allocation, a taskset's."""
+    if args.jobs is not None:
+        return int(args.jobs)
+    given = os.environ.get("SLURM_CPUS_PER_TASK", "")
+    return int(given) if given.isdigit() and int(given) > 0 else len(os.sched_getaffinity(0)) or 2
+
+
+def _grade_options(kit: Kit, args: argparse.Namespace, for_nodes: bool = False) -> GradeOptions:
+    """The grading options of check, grade, validate and bench. `for_nodes`: the harness is
+    built here for other machines (a Slurm cluster's nodes), so this one's GPUs say nothing."""
     build, run = _configs(args)
     labs = kit.select(args.labs.split(",") if args.labs else None)
     work_root = Path(args.work_dir).resolve() if args.work_dir else None
-    if args.jobs < 1 or args.gpu_slots < 1:
+    jobs = cpu_slots(args)
+    if jobs < 1 or args.gpu_slots < 1:
         raise GraderError("--jobs and --gpu-slots must be at least 1")
     if run.tests_per_process < 0:
         raise GraderError(
@@ -440,7 +534,7 @@ def _grade_options(kit: Kit, args: argparse.Namespace) -> GradeOptions:
             "(1 runs each test alone)"
         )
     gpus = tuple(gpu.strip() for gpu in args.gpus.split(",") if gpu.strip()) if args.gpus else None
-    build, note = build_for_this_machine(build, list(gpus or visible_gpus()))
+    build, note = (build, "") if for_nodes else build_for_this_machine(build, list(gpus or visible_gpus()))
     if note:
         print(f"note: {note}")
     return GradeOptions(
@@ -449,7 +543,7 @@ def _grade_options(kit: Kit, args: argparse.Namespace) -> GradeOptions:
         run=run,
         work_root=work_root,
         keep_work=args.keep_work,
-        cpu_slots=args.jobs,
+        cpu_slots=jobs,
         gpus=gpus,
         gpu_slots=args.gpu_slots,
         regrade=getattr(args, "regrade", False),
@@ -466,7 +560,7 @@ def run_check(kit: Kit, args: argparse.Namespace) -> int:
     build, run = _configs(args)
     build_dir = _in_kit(kit, args.build_dir)
     gpus = [gpu.strip() for gpu in args.gpus.split(",") if gpu.strip()] if args.gpus else None
-    result = check_lab(kit, lab, build_dir, build, run, slots=(args.jobs, gpus, args.gpu_slots))
+    result = check_lab(kit, lab, build_dir, build, run, slots=(cpu_slots(args), gpus, args.gpu_slots))
     print("\n".join(check_lines(result)))
     return 0 if result.earned_all else 1
 
@@ -475,6 +569,8 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
     out_dir = Path(args.out) if args.out else kit.root / "grades" / datetime.now().strftime("%Y%m%d-%H%M%S")
     paths = [Path(path).resolve() for path in args.submissions]
     single = [Path(path).resolve() for path in args.submission]
+    if args.slurm:
+        return _grade_on_slurm(kit, args, out_dir.resolve(), paths, single)
     options = _grade_options(kit, args)
     if not options.confine:
         print(f"{LOUD}\n--unconfined: student code runs without the sandbox; grade only code you trust")
@@ -512,6 +608,82 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    return 0
+
+
+# The grade command's options that a Slurm task grades with (OUT/.slurm/plan.json); the paths
+# among them absolute, since a task runs elsewhere.
+TASK_OPTIONS = (
+    "labs", "timeout", "build_timeout", "jobs", "gpu_slots", "tests_per_process", "cuda_arch",
+    "unconfined", "keep_work", "regrade", "gradebook", "roster_id", "missing",
+)  # fmt: skip
+TASK_PATHS = ("work_dir", "roster")
+
+
+def _grade_on_slurm(
+    kit: Kit, args: argparse.Namespace, out_dir: Path, paths: list[Path], single: list[Path]
+) -> int:
+    """grade --slurm: the class submitted as a job array (grader/cluster/slurm.py), followed
+    until its class files are written unless --no-wait."""
+    if not paths and not single:
+        raise GraderError(
+            "--slurm grades a class: name its folder (or archives), e.g. make grade SLURM=1 "
+            "SUBMISSIONS=class/"
+        )
+    if args.gpus:
+        raise GraderError(
+            "--slurm: the GPUs are those Slurm gives each task; ask for them with --gres, not --gpus"
+        )
+    if args.tasks is not None and args.tasks < 1:
+        raise GraderError("--tasks must be at least 1")
+    options = _grade_options(kit, args, for_nodes=True)
+    _gradebooks(args, options.labs)  # a bad roster stops the run before anything is submitted
+    notes: list[str] = []
+    entries = find_submissions(paths, notes, single)
+    for note in notes:
+        print(f"note: {note}")
+    task_options: dict[str, object] = {name: getattr(args, name) for name in TASK_OPTIONS}
+    task_options |= {
+        name: str(Path(getattr(args, name)).resolve()) if getattr(args, name) else None for name in TASK_PATHS
+    }
+    request = SlurmRequest(
+        args.tasks, args.partition, args.gres, args.time, args.cpus_per_task, wait=not args.no_wait
+    )
+    jobs = submit_class(kit, entries, notes, options, task_options, out_dir, request)
+    if jobs is None or args.no_wait:
+        if jobs is not None:
+            print(f"follow it with: python -m grader status {out_dir}")
+        return 0
+    status = follow(out_dir, interval=args.poll)
+    print("\n".join(status_lines(out_dir, status)))
+    return 0 if status.graded == status.students and not status.count("failed") else 1
+
+
+def run_status_command(kit: Kit, args: argparse.Namespace) -> int:
+    folder = Path(args.folder).resolve()
+    status = run_status(folder)
+    print("\n".join(status_lines(folder, status)))
+    return 1 if status.count("failed") else 0
+
+
+def run_task(kit: Kit, args: argparse.Namespace) -> int:
+    """A Slurm job's step: part K of the class, or `finish`, with the options it was submitted with."""
+    folder = Path(args.folder).resolve()
+    plan = Plan.read(folder)
+    grade_args = build_parser().parse_args(["grade"])
+    for name, value in plan.options.items():
+        setattr(grade_args, name, value)
+    options = _grade_options(kit, grade_args, for_nodes=True)  # the harness is built: read only
+    if args.step == "finish":
+        scores = finish(folder, options.labs, _gradebooks(grade_args, options.labs))
+        print(
+            f"{folder}: gradebook.csv and summary.txt written from {len(scores)} of "
+            f"{len(plan.students)} students' reports"
+        )
+        return 0
+    if not args.step.isdigit():
+        raise GraderError(f"task {args.step!r}: give a part number (0, 1, ...) or finish")
+    grade_part(kit, folder, int(args.step), options, make_progress())
     return 0
 
 

@@ -10,6 +10,10 @@
 #                            and mypy into that Python, clang-format from the system packages),
 #                            which are optional: without them setup only says so.
 #
+#   scripts/setup.sh --slurm Debian's slurm-wlm and munge, as root, for the one-node Slurm of
+#                            scripts/slurm-local.sh (trying make grade SLURM=1 here, and the
+#                            grader's tests of it); nothing else.
+#
 # make grade on a fresh clone does not wait for the developers' tools (about 8 s of pip on the
 # 2-core machine). A second run finds its stamp and does nothing. Every failure says what to do.
 set -euo pipefail
@@ -19,8 +23,23 @@ build=${KIT_BUILD_DIR:-$root/build}
 dev=0
 case ${1:-} in
   --dev) dev=1 ;;
+  --slurm)
+    if command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null; then
+      exit 0
+    fi
+    [[ $(id -u) == 0 ]] || { printf 'setup: error: --slurm installs Debian packages: run it as root\n' >&2; exit 1; }
+    mkdir -p "$build"
+    if apt-get update -qq >"$build/setup-slurm.log" 2>&1 && env DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -qq slurm-wlm munge >>"$build/setup-slurm.log" 2>&1; then
+      printf 'setup: installed slurm-wlm and munge (scripts/slurm-local.sh starts a one-node Slurm)\n'
+      exit 0
+    fi
+    tail -n 5 "$build/setup-slurm.log" >&2
+    printf 'setup: error: could not install slurm-wlm and munge (log: %s)\n' "$build/setup-slurm.log" >&2
+    exit 1
+    ;;
   "") ;;
-  *) printf 'setup: error: unknown option %s (scripts/setup.sh [--dev])\n' "$1" >&2; exit 2 ;;
+  *) printf 'setup: error: unknown option %s (scripts/setup.sh [--dev|--slurm])\n' "$1" >&2; exit 2 ;;
 esac
 stamp=$build/.kit-setup          # the prerequisites
 dev_stamp=$build/.kit-setup-dev  # and the developers' tools

@@ -75,6 +75,7 @@ class GradeOptions:
     gpu_slots: int = 8  # test processes sharing one GPU (but for measuring windows)
     in_flight: int | None = None  # submissions graded at once; None: enough to fill the slots
     harness_dir: Path | None = None  # the harness build; None: <kit>/build/harness
+    harness_built: bool = False  # the harness was built by another process: only read it
     regrade: bool = False  # grade again submissions whose report is already in --out
     confine: bool = True  # run tests in the sandbox (grader/confine/sandbox.py); refuse where there is none
     output_dir: Path | None = None  # the class's --out, hidden from confined tests
@@ -197,6 +198,7 @@ class Engine:
                 self.options.build,
                 self.options.run,
                 self.progress.log,
+                built=self.options.harness_built,
             )
             self.timings["harness"] = self._harness.duration
         return self._harness
@@ -401,6 +403,7 @@ def grade_class(
     progress: Progress | None = None,
     notes: Sequence[str] = (),
     gradebooks: GradebookRequest | None = None,
+    part: bool = False,
 ) -> list[SubmissionScore]:
     """Grades every (student id, path), writing each report as it finishes; returns the scores.
     `notes` (what collect.find_submissions said about the class folder) go into the summary;
@@ -408,9 +411,17 @@ def grade_class(
 
     An --out folder that holds an earlier run of the same labs is resumed: submissions with a
     complete report are kept (unless options.regrade), the rest are graded, and the class files
-    are written from all of them."""
+    are written from all of them.
+
+    With `part`, the entries are one part of a class that other processes grade into the same
+    folder at once (a Slurm task, grader/cluster/slurm.py): the folder was opened by the command
+    that split the class, so nothing in it is cleaned up here (another part's half-written
+    report is not a leftover), and the class files are written once every part has ended."""
     progress = progress or PlainProgress()
-    _open_out_dir(out_dir, options)
+    if part:
+        check_out_dir(out_dir, options)
+    else:
+        open_out_dir(out_dir, options)
     options = replace(options, output_dir=out_dir)
     kept: dict[str, SubmissionScore] = {}
     if not options.regrade:
@@ -447,7 +458,8 @@ def grade_class(
         progress.close()
     by_id = {**kept, **graded}
     scores = [by_id[student_id] for student_id, _ in entries]
-    write_class_files(out_dir, scores, options.labs, notes, gradebooks)
+    if not part:
+        write_class_files(out_dir, scores, options.labs, notes, gradebooks)
     return scores
 
 
@@ -487,7 +499,10 @@ def graded_labs(out_dir: Path) -> list[str]:
 
 
 def rewrite_class_files(
-    out_dir: Path, labs: list[Lab], gradebooks: GradebookRequest | None = None
+    out_dir: Path,
+    labs: list[Lab],
+    gradebooks: GradebookRequest | None = None,
+    notes: Sequence[str] = (),
 ) -> list[SubmissionScore]:
     """The class files of a graded folder written again from every complete report in it
     (`<student>/score.json`), whichever run or machine wrote it: a class graded in parts and
@@ -505,9 +520,12 @@ def rewrite_class_files(
     if not scores:
         raise GraderError(f"{out_dir}: no complete report in it; grade the class into it first")
     notes = [
-        f"{name}: no complete report (a run stopped while grading it, or an older grader's): grade "
-        f"it again with the same --out"
-        for name in unfinished
+        *notes,
+        *(
+            f"{name}: no complete report (a run stopped while grading it, or an older grader's): "
+            "grade it again with the same --out"
+            for name in unfinished
+        ),
     ]
     write_class_files(out_dir, scores, labs, notes, gradebooks)
     return scores
@@ -518,24 +536,12 @@ def submission_pages(score: SubmissionScore) -> dict[str, str]:
     return {FEEDBACK_PAGE: feedback_html(score)} if pages_available() is None else {}
 
 
-def _open_out_dir(out_dir: Path, options: GradeOptions) -> None:
+def open_out_dir(out_dir: Path, options: GradeOptions) -> None:
     """Creates --out, or accepts it for resuming when it was graded with the same labs."""
     manifest = {"labs": [lab.id for lab in options.labs]}
     path = out_dir / MANIFEST
     if out_dir.exists() and any(out_dir.iterdir()):
-        try:
-            earlier = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raise GraderError(
-                f"{out_dir} already holds files but no {MANIFEST}, so it is not a grading run to "
-                "resume; the grader never overwrites other files: name a new folder with --out"
-            ) from None
-        if earlier.get("labs") != manifest["labs"]:
-            raise GraderError(
-                f"{out_dir} was graded for labs {', '.join(earlier.get('labs', []))}, not "
-                f"{', '.join(manifest['labs'])}; resume it with --labs {','.join(earlier.get('labs', []))}, "
-                "or name a new folder with --out"
-            )
+        check_out_dir(out_dir, options)
         # A run killed while writing a report leaves its private folder behind: that submission
         # has no report, so it is graded again; the leftovers go.
         for leftover in out_dir.glob(".partial-*"):
@@ -545,6 +551,24 @@ def _open_out_dir(out_dir: Path, options: GradeOptions) -> None:
         return
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomically(path, json.dumps(manifest) + "\n")
+
+
+def check_out_dir(out_dir: Path, options: GradeOptions) -> None:
+    """An --out folder that holds files is a grading run of the same labs, or a GraderError."""
+    try:
+        earlier = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise GraderError(
+            f"{out_dir} already holds files but no {MANIFEST}, so it is not a grading run to "
+            "resume; the grader never overwrites other files: name a new folder with --out"
+        ) from None
+    labs = [lab.id for lab in options.labs]
+    if earlier.get("labs") != labs:
+        raise GraderError(
+            f"{out_dir} was graded for labs {', '.join(earlier.get('labs', []))}, not "
+            f"{', '.join(labs)}; resume it with --labs {','.join(earlier.get('labs', []))}, "
+            "or name a new folder with --out"
+        )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -74,25 +74,36 @@ def prepare_harness(
     config: BuildConfig,
     run_config: RunConfig,
     progress: Callable[[str], None] = lambda message: None,
+    built: bool = False,
 ) -> Harness:
     """Configures and builds the kit once, then reads its records; raises GraderError when the
-    kit itself does not build (no student's fault, and nothing could be graded)."""
+    kit itself does not build (no student's fault, and nothing could be graded). With `built`,
+    the harness was built before by another process (the command that split a class over Slurm
+    tasks, which all read it at once): it is only read, never configured or built again."""
     config = harness_config(config, labs)
-    build_dir.mkdir(parents=True, exist_ok=True)
-    progress(f"configuring the harness in {build_dir}")
-    duration = _kit_step(
-        kit,
-        configure_command(kit.root, build_dir, config),
-        config.timeout,
-        "kit problem: CMake could not configure the kit for grading (not a student's fault):\n",
-    )
-    progress("building the harness: the kit's tests, references and skeletons, once for the run")
-    duration += _kit_step(
-        kit,
-        [config.cmake, "--build", str(build_dir), "-j", str(config.jobs), "--target", HARNESS_TARGET],
-        config.timeout,
-        "kit problem: the kit's own build failed, so nothing can be graded; run make build to see why:\n",
-    )
+    duration = 0.0
+    if built:
+        if not (build_dir / "CMakeCache.txt").is_file():
+            raise GraderError(
+                f"no harness in {build_dir}: the command that split the class builds it there "
+                "first; run that command again"
+            )
+    else:
+        build_dir.mkdir(parents=True, exist_ok=True)
+        progress(f"configuring the harness in {build_dir}")
+        duration += _kit_step(
+            kit,
+            configure_command(kit.root, build_dir, config),
+            config.timeout,
+            "kit problem: CMake could not configure the kit for grading (not a student's fault):\n",
+        )
+        progress("building the harness: the kit's tests, references and skeletons, once for the run")
+        duration += _kit_step(
+            kit,
+            [config.cmake, "--build", str(build_dir), "-j", str(config.jobs), "--target", HARNESS_TARGET],
+            config.timeout,
+            "kit problem: the kit's own build failed, so nothing can be graded; run make build to see why:\n",
+        )
     tools = _object_tools(build_dir)
     lab_harnesses = {
         lab.id: replace(lab_harness(kit, lab, build_dir, run_config), tools=tools) for lab in labs

@@ -13,12 +13,12 @@ LAYERS: list[set[str]] = [
     {"errors", "escape", "rubric", "progress"},  # the kit's model and the plainest helpers
     {"confine", "engine"},  # starting and bounding processes; scheduling them
     {"pipeline"},  # collect, stage, build, run, score, report
-    {"staff"},  # validate, mutants, handout, release, pages, bench
+    {"staff", "cluster"},  # validate, mutants, handout, release, pages, bench; Slurm
     {"cli", "submit", "__main__"},  # the commands
 ]
 
 
-PACKAGES = {"confine", "engine", "pipeline", "staff"}
+PACKAGES = {"confine", "engine", "pipeline", "staff", "cluster"}
 
 
 def modules() -> dict[str, Path]:

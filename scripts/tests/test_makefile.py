@@ -50,3 +50,29 @@ def test_an_architecture_given_to_make_test_is_the_only_one(tmp_path: Path) -> N
     assert line.count("CMAKE_CUDA_ARCHITECTURES") == 1 and "=86" in line
     line = configure_command(tmp_path, "test", False, "CMAKE_ARGS=-DKIT_PROBES=ON")
     assert line.count("KIT_PROBES") == 1 and "-DKIT_PROBES=ON" in line
+
+
+def test_make_grade_slurm_passes_the_slurm_options_and_nothing_without_it(tmp_path: Path) -> None:
+    def grade_line(*variables: str) -> list[str]:
+        done = subprocess.run(
+            ["make", "-n", "grade", f"BUILD={tmp_path / 'build'}", "SUBMISSIONS=class/", *variables],
+            cwd=KIT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        (line,) = [line for line in done.stdout.splitlines() if "-m grader grade" in line]
+        return line.split()
+
+    words = grade_line("SLURM=1", "TASKS=3", "PARTITION=gpu", "GRES=gpu:h100:1", "TIME=01:00:00")
+    for option, value in (
+        ("--tasks", "3"),
+        ("--partition", "gpu"),
+        ("--gres", "gpu:h100:1"),
+        ("--time", "01:00:00"),
+    ):
+        assert words[words.index(option) + 1] == value, words
+    assert "--slurm" in words and words[-1] == "class/"
+    plain = grade_line("TASKS=3")  # the Slurm options mean nothing without SLURM=1
+    assert "--slurm" not in plain and "--tasks" not in plain
