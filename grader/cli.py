@@ -654,7 +654,15 @@ def _grade_on_slurm(
         if jobs is not None:
             print(f"follow it with: python -m grader status {out_dir}")
         return 0
-    status = follow(out_dir, interval=args.poll)
+    try:
+        status = follow(out_dir, interval=args.poll)
+    except KeyboardInterrupt:
+        print(
+            f"stopped following; the jobs go on: python -m grader status {out_dir} says where they "
+            f"stand (scancel cancels them)",
+            file=sys.stderr,
+        )
+        raise
     print("\n".join(status_lines(out_dir, status)))
     return 0 if status.graded == status.students and not status.count("failed") else 1
 

@@ -183,6 +183,7 @@ def submit_class(
     """Opens the run folder, builds the harness, splits whoever is not graded yet into parts and
     submits them; None when everyone was graded (the class files are then written here)."""
     out_dir = out_dir.resolve()
+    _slurm_command("sbatch")  # before anything is built or written
     refuse_while_queued(out_dir)
     open_out_dir(out_dir, options)
     state = out_dir / STATE
@@ -241,7 +242,13 @@ def refuse_while_queued(out_dir: Path) -> None:
     jobs = Jobs.read(out_dir)
     if jobs is None:
         return
-    live = [f"{job}" for job, word in slurm_states(jobs).items() if word in WAITING | RUNNING and "_" in job]
+    states = slurm_states(jobs)
+    if states is None:
+        raise GraderError(
+            f"{out_dir}: Slurm cannot be asked whether job {jobs.array}'s tasks still run (squeue "
+            "failed); try again once `squeue` answers"
+        )
+    live = [job for job, word in states.items() if word in WAITING | RUNNING and "_" in job]
     if live:
         raise GraderError(
             f"{out_dir}: tasks of job {jobs.array} are still waiting or running ({', '.join(live)}); "
@@ -287,12 +294,19 @@ def sbatch(arguments: list[str]) -> str:
 
 
 def _slurm(command: list[str]) -> subprocess.CompletedProcess[str]:
-    if shutil.which(command[0]) is None:
+    return subprocess.run(
+        [_slurm_command(command[0]), *command[1:]], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def _slurm_command(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
         raise GraderError(
-            f"{command[0]} not found: --slurm runs where Slurm's commands are (a cluster's login "
-            "node); scripts/slurm-local.sh starts a one-node Slurm on this machine to try it"
+            f"{name} not found: --slurm runs where Slurm's commands are (a cluster's login node); "
+            "scripts/slurm-local.sh starts a one-node Slurm on this machine to try it"
         )
-    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -327,7 +341,10 @@ def grade_part(
     try:
         scores = grade_class(kit, entries, options, out_dir, progress, plan.notes, part=True)
     except BaseException as error:  # a GraderError, or the stop of scancel or the time limit
-        what = f"{type(error).__name__}: {error}" if not isinstance(error, GraderError) else str(error)
+        if isinstance(error, KeyboardInterrupt):  # cli.Terminated names the signal
+            what = f"stopped by {error or 'SIGINT'} (scancel, or the time limit)"
+        else:
+            what = str(error) if isinstance(error, GraderError) else f"{type(error).__name__}: {error}"
         _task_says(out_dir, task, {**said, "state": "failed", "error": what or type(error).__name__})
         raise
     _task_says(out_dir, task, {**said, "state": "done", "graded": len(scores)})
@@ -368,38 +385,40 @@ def finish(
 # Following a run
 
 
-def slurm_states(jobs: Jobs) -> dict[str, str]:
+def slurm_states(jobs: Jobs) -> dict[str, str] | None:
     """Slurm's state of each task ("<array>_<K>") and of the finishing job, by what squeue
-    still shows, else sacct (where the cluster keeps accounting); {} where neither knows."""
+    still shows, else sacct (where the cluster keeps accounting). A job neither knows is
+    missing; None where Slurm could not be asked at all (no squeue, its controller down)."""
     ids = ",".join(job for job in (jobs.array, jobs.finish) if job)
     states: dict[str, str] = {}
-    done = _slurm_if_there(
+    done = _ask(
         ["sacct", "--noheader", "--parsable2", "--allocations", f"--jobs={ids}", "--format=JobID,State"]
     )
-    for line in done.splitlines():
+    for line in done.stdout.splitlines() if done.returncode == 0 else []:
         job, _, word = line.partition("|")
         if job and word:
             states[job] = word.split()[0]  # "CANCELLED by 0" is CANCELLED
-    queued = _slurm_if_there(
-        ["squeue", "--noheader", "--array", "--states=all", f"--jobs={ids}", "--format=%F|%K|%T"]
-    )
-    for line in queued.splitlines():
+    queued = _ask(["squeue", "--noheader", "--array", "--states=all", f"--jobs={ids}", "--format=%F|%K|%T"])
+    if queued.returncode != 0 and "Invalid job id" not in queued.stderr and not states:
+        return None  # not a job squeue has forgotten: Slurm did not answer
+    for line in queued.stdout.splitlines() if queued.returncode == 0 else []:
         array, index, word = (line.split("|") + ["", ""])[:3]
         job = f"{array}_{index}" if index not in ("", "N/A") else array
         states[job] = word.strip()
     return states
 
 
-def _slurm_if_there(command: list[str]) -> str:
-    """What a Slurm command printed, or "" where it is missing or refuses (no accounting, a job
-    gone from squeue's memory)."""
-    if shutil.which(command[0]) is None:
-        return ""
+def _ask(command: list[str]) -> subprocess.CompletedProcess[str]:
+    """A Slurm command's answer; a refusal (exit 1) where it is missing or does not answer."""
+    found = shutil.which(command[0])
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        if found is not None:
+            return subprocess.run(
+                [found, *command[1:]], capture_output=True, text=True, timeout=60, check=False
+            )
     except subprocess.TimeoutExpired:
-        return ""
-    return done.stdout if done.returncode == 0 else ""
+        pass
+    return subprocess.CompletedProcess(command, 1, "", f"{command[0]}: no answer")
 
 
 def run_status(out_dir: Path) -> RunStatus:
@@ -411,9 +430,11 @@ def run_status(out_dir: Path) -> RunStatus:
     for task in range(len(plan.parts)):
         own = _task_file(out_dir, task)
         log = out_dir / STATE / "logs" / f"task-{jobs.array}_{task}.log" if jobs else None
-        word = slurm.get(f"{jobs.array}_{task}", "") if jobs else ""
-        tasks.append(_task_status(task, word, own, log))
-    finish_word = slurm.get(jobs.finish, "") if jobs and jobs.finish else ""
+        word = (slurm or {}).get(f"{jobs.array}_{task}", "") if jobs else ""
+        tasks.append(_task_status(task, word, own, log, asked=slurm is not None))
+    finish_word = (slurm or {}).get(jobs.finish, "") if jobs and jobs.finish else ""
+    if jobs and jobs.finish and slurm is None:
+        finish_word = "PENDING"  # Slurm did not answer: not known to have ended
     if finish_word:
         finish_state = _state(finish_word)
     else:  # not submitted, or forgotten by Slurm: the files tell whether it wrote them
@@ -440,8 +461,15 @@ def _state(word: str) -> str:
     return "done" if word in DONE else "failed"
 
 
-def _task_status(task: int, word: str, own: dict[str, object], log: Path | None) -> TaskStatus:
+def _task_status(
+    task: int, word: str, own: dict[str, object], log: Path | None, asked: bool = True
+) -> TaskStatus:
+    """A task's state from Slurm's `word` (empty: Slurm has forgotten it, or was not `asked`,
+    as when its controller does not answer) and from what the task said of itself."""
     said = str(own.get("state", ""))
+    if not asked and said in ("", "running"):
+        state = "running" if said else "waiting"
+        return TaskStatus(task, state, "as the task last said: Slurm did not answer", log)
     if word:
         state = _state(word)
         if state == "done" and said == "failed":  # a plain shell run, or Slurm's word is stale

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.cluster.slurm import JOB_SCRIPT, STATE, Jobs, Plan
+from grader.cluster.slurm import JOB_SCRIPT, STATE, Jobs, Plan, _task_status
 
 from .test_schedule import write_class
 
@@ -156,7 +156,7 @@ def test_a_cancelled_task_is_graded_again_by_the_same_command_and_no_one_twice(f
         assert time.monotonic() < deadline, status.stdout
         time.sleep(0.5)
     assert status.returncode == 1, status.stdout  # a task failed
-    assert "task 1 failed (CANCELLED)" in status.stdout, status.stdout
+    assert "task 1 failed (CANCELLED): stopped by SIGTERM" in status.stdout, status.stdout
     assert f"task-{jobs.array}_1.log" in status.stdout
     assert "not graded: run the same grade command" in status.stdout
     graded = {path.parent.name: path.stat().st_mtime_ns for path in out.glob("*/score.json")}
@@ -176,3 +176,33 @@ def test_a_cancelled_task_is_graded_again_by_the_same_command_and_no_one_twice(f
     assert [row[0] for row in rows[1:]] == [f"s{i:02d}" for i in range(6)]
     assert all(row[-2:] == ["60", "60"] for row in rows[1:]), rows
     assert "not graded" not in (out / "summary.txt").read_text()
+
+
+# What needs no Slurm: how a task's state is read, and the refusal where there is no sbatch.
+
+
+def test_a_task_is_judged_by_slurms_word_first_then_by_what_it_said_of_itself(tmp_path):
+    log = tmp_path / "task-7_1.log"
+    log.write_text("grading 3 submissions\n[1/3] s01: 60/60\ngrader: interrupted (SIGTERM)\n")
+    cancelled = _task_status(1, "CANCELLED", {"state": "running"}, log)
+    assert (cancelled.state, cancelled.error) == ("failed", "grader: interrupted (SIGTERM)")
+    assert _task_status(1, "RUNNING", {"state": "running"}, log).state == "running"
+    assert _task_status(1, "PENDING", {}, log).state == "waiting"
+    assert _task_status(1, "COMPLETED", {"state": "done"}, log).state == "done"
+    said = _task_status(1, "", {"state": "failed", "error": "no harness in /x"}, log)
+    assert (said.state, said.error) == ("failed", "no harness in /x")
+    # Slurm has forgotten it and it never said it ended: killed (a node lost, SIGKILL).
+    assert _task_status(1, "", {"state": "running"}, log).state == "failed"
+    # Slurm did not answer at all: as the task last said, never a failure.
+    assert _task_status(1, "", {"state": "running"}, log, asked=False).state == "running"
+    assert _task_status(1, "", {}, log, asked=False).state == "waiting"
+    assert _task_status(1, "", {}, None).state == "not started"
+
+
+def test_grade_slurm_where_slurm_is_not_installed_says_so_and_writes_nothing(fake_kit, tmp_path):
+    klass = write_class(tmp_path / "class", 2)
+    (tmp_path / "bin").mkdir()  # a PATH without Slurm's commands (the grader's Python is named in full)
+    env = dict(os.environ, PATH=str(tmp_path / "bin"), PYTHONPATH=str(GRADER_ROOT))
+    done = grade(fake_kit, env, klass, tmp_path / "out", "--slurm")
+    assert done.returncode == 2 and "sbatch not found" in done.stderr and "slurm-local.sh" in done.stderr
+    assert not (tmp_path / "out").exists()
