@@ -671,8 +671,8 @@ def processes_naming(folder: Path) -> list[str]:
 
 
 def grade_command(fake_kit, klass: Path, out: Path) -> list[str]:
-    # The first line says how the run will take Ctrl-C: a run that once finished as if SIGINT
-    # never came (1 in about 40) is to be told apart from one that started with it ignored.
+    # The first line says how the run will take Ctrl-C: SIG_IGN where it started with SIGINT
+    # ignored (start_class_run makes sure it does not).
     code = (
         "import signal, sys; from grader import cli;"
         "print('SIGINT:', signal.getsignal(signal.SIGINT), flush=True);"
@@ -718,6 +718,11 @@ def start_class_run(fake_kit, tmp_path: Path, behaviour: str) -> tuple[Path, Pat
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        # With SIGINT at its default, as a terminal starts a foreground job. A process inherits
+        # an ignored SIGINT (a test run started in the background, as CI may be, ignores it),
+        # and Python then keeps ignoring it, as every program should: that run finished as if
+        # Ctrl-C never came (its first line said "SIGINT: 1", SIG_IGN).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     return klass, out, env, first
 

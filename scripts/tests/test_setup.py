@@ -89,4 +89,4 @@ def test_setup_for_grading_leaves_the_developers_tools_to_setup_dev(tmp_path: Pa
 def test_setup_refuses_an_unknown_option_and_names_the_one_it_has(tmp_path: Path) -> None:
     result = run_setup(tmp_path / "build", "/usr/bin:/bin", "--devel")
     assert result.returncode == 2
-    assert "unknown option --devel (scripts/setup.sh [--dev])" in result.stderr
+    assert "unknown option --devel (scripts/setup.sh [--dev|--slurm])" in result.stderr
