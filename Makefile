@@ -100,7 +100,7 @@ test: lint build
 	@$(PY) scripts/ctest_summary.py $(BUILD)/ctest-results.xml
 	@if [ -d solutions ]; then echo "== handout in sync with solutions/ =="; $(PY) -m grader handout --check; fi
 	@echo "== grader tests (pytest) =="
-	KIT_BUILD_DIR=$(abspath $(BUILD)) $(PY) -m pytest $(pytest_workers) grader scripts/tests $(wildcard bench/tests)
+	KIT_BUILD_DIR=$(abspath $(BUILD)) $(PY) -m pytest $(pytest_workers) --durations=15 grader scripts/tests $(wildcard bench/tests)
 
 check: setup
 	@test -n "$(LAB)" || { echo "make check: say which lab, e.g. make check LAB=02"; exit 2; }
