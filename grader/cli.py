@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import threading
@@ -13,24 +12,11 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
-from .cluster.slurm import (
-    DEFAULT_CPUS,
-    DEFAULT_GRES,
-    DEFAULT_TASKS,
-    DEFAULT_TIME,
-    Plan,
-    SlurmRequest,
-    finish,
-    follow,
-    grade_part,
-    run_status,
-    status_lines,
-    submit_class,
-)
+from . import options as grading  # grading.configs etc., patched as one by the tests
+from .cli_slurm import add_slurm_options, grade_on_slurm, run_status_command, run_task
 from .confine.sandbox import detect
-from .engine.schedule import visible_gpus
 from .errors import GraderError
-from .pipeline.build import BuildConfig, build_for_this_machine
+from .pipeline.build import BuildConfig
 from .pipeline.collect import find_submissions
 from .pipeline.grade import (
     GradeOptions,
@@ -39,7 +25,7 @@ from .pipeline.grade import (
     graded_labs,
     rewrite_class_files,
 )
-from .pipeline.gradebooks import KNOWN_IDS, MISSING_CHOICES, GradebookRequest, check_formats, read_roster
+from .pipeline.gradebooks import KNOWN_IDS, MISSING_CHOICES
 from .pipeline.report import (
     FILES_HEADING,
     FOLDER_HEADING,
@@ -52,7 +38,7 @@ from .pipeline.report import (
 from .pipeline.report_pages import pages_available
 from .pipeline.run import TESTS_PER_JUDGE, RunConfig
 from .progress import make_progress
-from .rubric import Kit, Lab, find_kit_root, load_kit
+from .rubric import Kit, find_kit_root, load_kit
 from .staff.bench import run_bench
 from .staff.handout import generate, make_student_kit
 from .staff.mutants import grade_sample_class
@@ -187,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_limits(grade)
     _add_grouping(grade)
-    _add_slurm(grade)
+    add_slurm_options(grade)
     grade.set_defaults(command=run_grade)
 
     status = commands.add_parser(
@@ -212,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     task.add_argument("folder", metavar="OUT", help="the --out folder of grade --slurm")
     task.add_argument("step", metavar="K|finish", help="the part to grade (0, 1, ...), or finish")
-    task.set_defaults(command=run_task)
+    task.set_defaults(command=lambda kit, args: run_task(kit, args, build_parser().parse_args(["grade"])))
 
     report = commands.add_parser(
         "report",
@@ -413,51 +399,6 @@ def _add_grouping(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_slurm(parser: argparse.ArgumentParser) -> None:
-    slurm = parser.add_argument_group(
-        "on a Slurm cluster", "grade the class as a job array (docs/instructors.md, 'On a Slurm cluster')"
-    )
-    slurm.add_argument(
-        "--slurm",
-        action="store_true",
-        help="build the harness into --out (on storage the nodes share), split the class into "
-        "--tasks parts and submit them as one job array, then a job that writes the class files",
-    )
-    slurm.add_argument(
-        "--tasks",
-        type=int,
-        metavar="N",
-        help=f"array tasks, each a part of the class (default: {DEFAULT_TASKS})",
-    )
-    slurm.add_argument(
-        "--partition", metavar="P", help="the partition (default: the job script's, or Slurm's)"
-    )
-    slurm.add_argument(
-        "--gres",
-        metavar="G",
-        help=f"the GPUs of each task, as Slurm names them (default: {DEFAULT_GRES}; none: no GPU)",
-    )
-    slurm.add_argument("--time", metavar="T", help=f"each task's time limit (default: {DEFAULT_TIME})")
-    slurm.add_argument(
-        "--cpus-per-task",
-        type=int,
-        metavar="N",
-        help=f"each task's CPUs, its --jobs (default: {DEFAULT_CPUS})",
-    )
-    slurm.add_argument(
-        "--poll",
-        type=float,
-        default=10.0,
-        metavar="S",
-        help="seconds between looks at squeue while following the run (default: 10)",
-    )
-    slurm.add_argument(
-        "--no-wait",
-        action="store_true",
-        help="submit and return; python -m grader status OUT says later where the run stands",
-    )
-
-
 def _add_limits(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
@@ -502,65 +443,15 @@ def _add_limits(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _configs(args: argparse.Namespace) -> tuple[BuildConfig, RunConfig]:
-    return (
-        BuildConfig(cuda_arch=args.cuda_arch, timeout=args.build_timeout),
-        RunConfig(
-            timeout=args.timeout, tests_per_process=getattr(args, "tests_per_process", TESTS_PER_JUDGE)
-        ),
-    )
-
-
-def cpu_slots(args: argparse.Namespace) -> int:
-    """--jobs, else the CPUs this process may run on: a Slurm task's allocation, a taskset's."""
-    if args.jobs is not None:
-        return int(args.jobs)
-    given = os.environ.get("SLURM_CPUS_PER_TASK", "")
-    return int(given) if given.isdigit() and int(given) > 0 else len(os.sched_getaffinity(0)) or 2
-
-
-def _grade_options(kit: Kit, args: argparse.Namespace, for_nodes: bool = False) -> GradeOptions:
-    """The grading options of check, grade, validate and bench. `for_nodes`: the harness is
-    built here for other machines (a Slurm cluster's nodes), so this one's GPUs say nothing."""
-    build, run = _configs(args)
-    labs = kit.select(args.labs.split(",") if args.labs else None)
-    work_root = Path(args.work_dir).resolve() if args.work_dir else None
-    jobs = cpu_slots(args)
-    if jobs < 1 or args.gpu_slots < 1:
-        raise GraderError("--jobs and --gpu-slots must be at least 1")
-    if run.tests_per_process < 0:
-        raise GraderError(
-            "--tests-per-process must be 0 (a lab's shareable tests in one process) or more "
-            "(1 runs each test alone)"
-        )
-    gpus = tuple(gpu.strip() for gpu in args.gpus.split(",") if gpu.strip()) if args.gpus else None
-    build, note = (build, "") if for_nodes else build_for_this_machine(build, list(gpus or visible_gpus()))
-    if note:
-        print(f"note: {note}")
-    return GradeOptions(
-        labs=labs,
-        build=build,
-        run=run,
-        work_root=work_root,
-        keep_work=args.keep_work,
-        cpu_slots=jobs,
-        gpus=gpus,
-        gpu_slots=args.gpu_slots,
-        regrade=getattr(args, "regrade", False),
-        harness_dir=Path(args.harness_dir).resolve() if getattr(args, "harness_dir", None) else None,
-        confine=not getattr(args, "unconfined", False),
-    )
-
-
 # ---------------------------------------------------------------------------------------------
 
 
 def run_check(kit: Kit, args: argparse.Namespace) -> int:
     lab = kit.select([args.lab])[0]
-    build, run = _configs(args)
+    build, run = grading.configs(args)
     build_dir = _in_kit(kit, args.build_dir)
     gpus = [gpu.strip() for gpu in args.gpus.split(",") if gpu.strip()] if args.gpus else None
-    result = check_lab(kit, lab, build_dir, build, run, slots=(cpu_slots(args), gpus, args.gpu_slots))
+    result = check_lab(kit, lab, build_dir, build, run, slots=(grading.cpu_slots(args), gpus, args.gpu_slots))
     print("\n".join(check_lines(result)))
     return 0 if result.earned_all else 1
 
@@ -570,8 +461,8 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
     paths = [Path(path).resolve() for path in args.submissions]
     single = [Path(path).resolve() for path in args.submission]
     if args.slurm:
-        return _grade_on_slurm(kit, args, out_dir.resolve(), paths, single)
-    options = _grade_options(kit, args)
+        return grade_on_slurm(kit, args, out_dir.resolve(), paths, single)
+    options = grading.grade_options(kit, args)
     if not options.confine:
         print(f"{LOUD}\n--unconfined: student code runs without the sandbox; grade only code you trust")
         print(LOUD)
@@ -582,7 +473,8 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
             f"unconfined; a real class would be refused\n{LOUD}"
         )
         options = replace(options, confine=False)
-    gradebooks = _gradebooks(args, options.labs)  # a bad roster stops the run before any grading
+    # A bad roster stops the run before any grading.
+    gradebooks = grading.gradebook_request(args, options.labs)
     if paths or single:
         notes: list[str] = []
         entries = find_submissions(paths, notes, single)
@@ -611,123 +503,10 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
     return 0
 
 
-# The grade command's options that a Slurm task grades with (OUT/.slurm/plan.json); the paths
-# among them absolute, since a task runs elsewhere.
-TASK_OPTIONS = (
-    "labs", "timeout", "build_timeout", "jobs", "gpu_slots", "tests_per_process", "cuda_arch",
-    "unconfined", "keep_work", "regrade", "gradebook", "roster_id", "missing",
-)  # fmt: skip
-TASK_PATHS = ("work_dir", "roster")
-
-
-def _grade_on_slurm(
-    kit: Kit, args: argparse.Namespace, out_dir: Path, paths: list[Path], single: list[Path]
-) -> int:
-    """grade --slurm: the class submitted as a job array (grader/cluster/slurm.py), followed
-    until its class files are written unless --no-wait."""
-    if not paths and not single:
-        raise GraderError(
-            "--slurm grades a class: name its folder (or archives), e.g. make grade SLURM=1 "
-            "SUBMISSIONS=class/"
-        )
-    if args.gpus:
-        raise GraderError(
-            "--slurm: the GPUs are those Slurm gives each task; ask for them with --gres, not --gpus"
-        )
-    if args.tasks is not None and args.tasks < 1:
-        raise GraderError("--tasks must be at least 1")
-    options = _grade_options(kit, args, for_nodes=True)
-    _gradebooks(args, options.labs)  # a bad roster stops the run before anything is submitted
-    notes: list[str] = []
-    entries = find_submissions(paths, notes, single)
-    for note in notes:
-        print(f"note: {note}")
-    task_options: dict[str, object] = {name: getattr(args, name) for name in TASK_OPTIONS}
-    task_options |= {
-        name: str(Path(getattr(args, name)).resolve()) if getattr(args, name) else None for name in TASK_PATHS
-    }
-    request = SlurmRequest(
-        args.tasks, args.partition, args.gres, args.time, args.cpus_per_task, wait=not args.no_wait
-    )
-    jobs = submit_class(kit, entries, notes, options, task_options, out_dir, request)
-    if jobs is None or args.no_wait:
-        if jobs is not None:
-            print(f"follow it with: python -m grader status {out_dir}")
-        return 0
-    try:
-        status = follow(out_dir, interval=args.poll)
-    except KeyboardInterrupt:
-        print(
-            f"stopped following; the jobs go on: python -m grader status {out_dir} says where they "
-            f"stand (scancel cancels them)",
-            file=sys.stderr,
-        )
-        raise
-    print("\n".join(status_lines(out_dir, status)))
-    return 0 if status.graded == status.students and not status.count("failed") else 1
-
-
-def run_status_command(kit: Kit, args: argparse.Namespace) -> int:
-    folder = Path(args.folder).resolve()
-    status = run_status(folder)
-    print("\n".join(status_lines(folder, status)))
-    return 1 if status.count("failed") else 0
-
-
-def run_task(kit: Kit, args: argparse.Namespace) -> int:
-    """A Slurm job's step: part K of the class, or `finish`, with the options it was submitted with."""
-    folder = Path(args.folder).resolve()
-    plan = Plan.read(folder)
-    grade_args = build_parser().parse_args(["grade"])
-    for name, value in plan.options.items():
-        setattr(grade_args, name, value)
-    options = _grade_options(kit, grade_args, for_nodes=True)  # the harness is built: read only
-    if args.step == "finish":
-        scores = finish(folder, options.labs, _gradebooks(grade_args, options.labs))
-        print(
-            f"{folder}: gradebook.csv and summary.txt written from {len(scores)} of "
-            f"{len(plan.students)} students' reports"
-        )
-        return 0
-    if not args.step.isdigit():
-        raise GraderError(f"task {args.step!r}: give a part number (0, 1, ...) or finish")
-    grade_part(kit, folder, int(args.step), options, make_progress())
-    return 0
-
-
-def _gradebooks(args: argparse.Namespace, labs: list[Lab]) -> GradebookRequest | None:
-    formats = check_formats(args.gradebook)
-    if not formats:
-        given = [
-            name
-            for name, value in (
-                ("--roster", args.roster),
-                ("--roster-id", args.roster_id),
-                ("--missing", args.missing),
-            )
-            if value
-        ]
-        if given:
-            raise GraderError(
-                f"{', '.join(given)}: read only with --gradebook (canvas, moodle or blackboard)"
-            )
-        return None
-    if not args.roster:
-        raise GraderError(
-            "--gradebook needs --roster FILE: the LMS's own export of its students, whose rows the "
-            "import file fills"
-        )
-    request = GradebookRequest(
-        formats, read_roster(Path(args.roster), args.roster_id), args.missing or "blank"
-    )
-    request.check(labs)
-    return request
-
-
 def run_report(kit: Kit, args: argparse.Namespace) -> int:
     folder = Path(args.folder)
     labs = kit.select(graded_labs(folder))
-    scores = rewrite_class_files(folder, labs, _gradebooks(args, labs))
+    scores = rewrite_class_files(folder, labs, grading.gradebook_request(args, labs))
     print(f"{folder}: gradebook.csv, summary.txt and dashboard.html written again from {len(scores)} reports")
     for heading in (FOLDER_HEADING, FILES_HEADING):
         _print_section(folder, heading)
@@ -742,7 +521,7 @@ def _print_section(out_dir: Path, heading: str) -> None:
 
 def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
     # The kit's own solutions and mutants: trusted code, graded without the sandbox.
-    options = replace(_grade_options(kit, args), confine=False)
+    options = replace(grading.grade_options(kit, args), confine=False)
     only = frozenset(name.strip() for name in args.only.split(",") if name.strip()) if args.only else None
     if args.only is not None and not only:
         raise GraderError("validate --only: give the names of mutants or variants, e.g. --only early_return")
@@ -775,7 +554,7 @@ def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
 
 
 def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
-    options = _grade_options(kit, args)
+    options = grading.grade_options(kit, args)
     only = [name.strip() for name in args.only.split(",")] if args.only else None
     if args.copies < 1 or args.repeat < 0:
         raise GraderError("--copies must be at least 1 and --repeat at least 0")

@@ -92,7 +92,7 @@ class Plan:
     students: list[tuple[str, str]]  # (student id, path) of the whole class, in its order
     parts: list[list[str]]  # the student ids each task grades
     notes: list[str]  # what collecting the class said, for the summary
-    options: dict[str, object]  # the grade command's options the tasks grade with (cli.py)
+    options: dict[str, object]  # the grade command's options the tasks grade with (cli_slurm.py)
     harness_dir: str
 
     @staticmethod

@@ -14,7 +14,7 @@ LAYERS: list[set[str]] = [
     {"confine", "engine"},  # starting and bounding processes; scheduling them
     {"pipeline"},  # collect, stage, build, run, score, report
     {"staff", "cluster"},  # validate, mutants, handout, release, pages, bench; Slurm
-    {"cli", "submit", "__main__"},  # the commands
+    {"cli", "cli_slurm", "options", "submit", "__main__"},  # the commands
 ]
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from grader import cli
+from grader import options as grading
 from grader.confine.proc import ProcessResult, run_limited
 from grader.engine.schedule import Need, Scheduler, Stopped
 from grader.errors import GraderError
@@ -417,7 +418,7 @@ def test_check_says_loudly_how_many_gpu_tests_could_not_run(fake_kit):
 
 
 def test_cli_grade_validate_and_handout_on_the_fake_kit(fake_kit, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "_configs", lambda args: (fake_kit.options().build, fake_kit.options().run))
+    monkeypatch.setattr(grading, "configs", lambda args: (fake_kit.options().build, fake_kit.options().run))
     kit = ["--kit", str(fake_kit.root)]
     assert cli.main(["handout", *kit]) == 0
     assert cli.main(["handout", "--check", *kit]) == 0
@@ -477,13 +478,13 @@ def test_grading_without_a_gpu_builds_for_one_architecture_unless_told_otherwise
 def test_grade_validate_and_bench_build_alike_without_a_gpu(command, fake_kit, monkeypatch, capsys):
     from grader.pipeline.build import NO_GPU_CUDA_ARCH
 
-    monkeypatch.setattr(cli, "visible_gpus", lambda: [])
+    monkeypatch.setattr(grading, "visible_gpus", lambda: [])
     kit = fake_kit.kit
-    options = cli._grade_options(kit, cli.build_parser().parse_args(command))
+    options = grading.grade_options(kit, cli.build_parser().parse_args(command))
     assert options.build.cuda_arch == NO_GPU_CUDA_ARCH and options.build.defines["KIT_PROBES"] == "OFF"
     assert "no GPU here" in capsys.readouterr().out
-    monkeypatch.setattr(cli, "visible_gpus", lambda: ["0"])
-    options = cli._grade_options(kit, cli.build_parser().parse_args(command))
+    monkeypatch.setattr(grading, "visible_gpus", lambda: ["0"])
+    options = grading.grade_options(kit, cli.build_parser().parse_args(command))
     assert options.build.cuda_arch is None and "KIT_PROBES" not in options.build.defines
 
 
@@ -542,7 +543,7 @@ def test_a_report_that_cannot_be_written_costs_only_its_submission(fake_kit, tmp
 
 
 def test_make_grade_exits_non_zero_only_for_a_problem_of_the_grader(fake_kit, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "_configs", lambda args: (fake_kit.options().build, fake_kit.options().run))
+    monkeypatch.setattr(grading, "configs", lambda args: (fake_kit.options().build, fake_kit.options().run))
     klass = tmp_path / "class"
     folder(klass / "alice", {"demo.cu": GOOD_02, "other.cu": GOOD_03})
     folder(klass / "labs", {"demo.cu": GOOD_02})  # a student called labs

@@ -674,10 +674,10 @@ def grade_command(fake_kit, klass: Path, out: Path) -> list[str]:
     # The first line says how the run will take Ctrl-C: SIG_IGN where it started with SIGINT
     # ignored (start_class_run makes sure it does not).
     code = (
-        "import signal, sys; from grader import cli;"
+        "import signal, sys; from grader import cli, options;"
         "print('SIGINT:', signal.getsignal(signal.SIGINT), flush=True);"
         "from grader.pipeline.build import BuildConfig; from grader.pipeline.run import RunConfig;"
-        f"cli._configs = lambda args: (BuildConfig(cmake={str(fake_kit.cmake)!r}, generator=None,"
+        f"options.configs = lambda args: (BuildConfig(cmake={str(fake_kit.cmake)!r}, generator=None,"
         " jobs=1, timeout=30),"
         " RunConfig(timeout=10));"
         "sys.exit(cli.main(sys.argv[1:]))"
