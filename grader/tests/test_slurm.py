@@ -84,11 +84,15 @@ def scores(out: Path) -> dict[str, list[tuple[str, str, float]]]:
 def test_a_class_graded_through_a_slurm_job_array_scores_as_a_local_run(fake_kit, slurm, tmp_path):
     env = environment(fake_kit, slurm)
     klass = write_class(tmp_path / "class", 7)
-    local = grade(fake_kit, env, klass, tmp_path / "local")
+    # The LMS's import file too: the finishing job reads the roster the command was given.
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Email address,First name\n" + "".join(f"s{i:02d}@uni.edu,S{i}\n" for i in range(7)))
+    lms = ("--gradebook", "moodle", "--roster", str(roster))
+    local = grade(fake_kit, env, klass, tmp_path / "local", *lms)
     assert local.returncode == 0, local.stdout + local.stderr
 
     out = tmp_path / "slurm-run"
-    done = on_slurm(fake_kit, env, klass, out, "--tasks", "3")
+    done = on_slurm(fake_kit, env, klass, out, "--tasks", "3", *lms)
     said = done.stdout + done.stderr
     assert done.returncode == 0, said
     assert "submitted job array" in said and "(3 tasks, 7 students)" in said
@@ -109,8 +113,9 @@ def test_a_class_graded_through_a_slurm_job_array_scores_as_a_local_run(fake_kit
     # The same scores and the same class files as the local run; the harness built once, in
     # the run folder.
     assert scores(out) == scores(tmp_path / "local") and len(scores(out)) == 7
-    for name in ("gradebook.csv", "summary.txt"):
+    for name in ("gradebook.csv", "summary.txt", "gradebook-moodle.csv"):
         assert (out / name).read_text() == (tmp_path / "local" / name).read_text(), name
+    assert len((out / "gradebook-moodle.csv").read_text().splitlines()) == 8  # a row each
     assert (out / STATE / "harness" / "CMakeCache.txt").is_file()
     script = (out / JOB_SCRIPT).read_text()
     assert "#SBATCH --gres=gpu:1" in script and "module load cuda" in script  # the template's lines
