@@ -272,6 +272,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--only", metavar="IDS", help="comma-separated sample students, e.g. reference,lab03-no_shared_memory"
     )
+    bench.add_argument(
+        "--shared-windows",
+        action="store_true",
+        help="an experiment: a timed test measures beside the other processes on its GPU instead "
+        "of waiting for it alone (what the drains cost the rate; compare the speed credits)",
+    )
     bench.add_argument("--out", metavar="DIR", type=Path, help="write bench.json there")
     bench.add_argument("--work-dir", metavar="DIR", help=argparse.SUPPRESS)
     bench.add_argument("--keep-work", action="store_true", help=argparse.SUPPRESS)
@@ -554,7 +560,7 @@ def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
 
 
 def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
-    options = grading.grade_options(kit, args)
+    options = replace(grading.grade_options(kit, args), exclusive_windows=not args.shared_windows)
     only = [name.strip() for name in args.only.split(",")] if args.only else None
     if args.copies < 1 or args.repeat < 0:
         raise GraderError("--copies must be at least 1 and --repeat at least 0")

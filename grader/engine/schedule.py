@@ -152,18 +152,24 @@ class Scheduler:
         gpu_slots: int,
         max_defer: float = 20.0,
         clock: Callable[[], float] = time.monotonic,
+        exclusive_windows: bool = True,
     ) -> None:
         """`clock` gives the time in seconds that spans, learned durations and drain times are
         read in: the monotonic clock, or a test's own (grader/tests/test_schedule.py moves one
         by hand, so that what the scheduler learns and when it drains are exact). A window's
         wait polls every 0.1 s, so a drain time passed on such a clock is noticed; the other
-        waits end on a change of the scheduler's own state."""
+        waits end on a change of the scheduler's own state.
+
+        `exclusive_windows` off (a staff experiment, `grader bench --shared-windows`): a window
+        is granted at once, with the other processes still on the GPU, to measure what the
+        drains cost the rate and what sharing does to the timed tests' scores."""
         if cpu_slots < 1 or gpu_slots < 1:
             raise ValueError("cpu_slots and gpu_slots must be at least 1")
         self._clock = clock
         self.cpu_slots = cpu_slots
         self.gpu_slots = gpu_slots
         self.max_defer = max_defer
+        self.exclusive_windows = exclusive_windows
         self._lanes = [_Lane(gpu) for gpu in gpus]
         self._cpu_used = 0
         self._held = 0  # leases not yet released, parked ones included
@@ -234,8 +240,8 @@ class Scheduler:
     def window(self, lease: Lease, cancelled: Callable[[], bool] = _never) -> Iterator[bool]:
         """The lease's GPU to itself, for as long as the block runs. Yields False instead when
         `cancelled` turned true while waiting (its process ended): then nothing was granted."""
-        if lease.gpu is None:
-            yield True  # a CPU slot: there is no GPU to share
+        if lease.gpu is None or not self.exclusive_windows:
+            yield True  # a CPU slot: there is no GPU to share (or, in the experiment, it is shared)
             return
         lane = self._lane(lease.gpu)
         asked = self._clock()

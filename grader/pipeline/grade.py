@@ -79,6 +79,7 @@ class GradeOptions:
     regrade: bool = False  # grade again submissions whose report is already in --out
     confine: bool = True  # run tests in the sandbox (grader/confine/sandbox.py); refuse where there is none
     output_dir: Path | None = None  # the class's --out, hidden from confined tests
+    exclusive_windows: bool = True  # False only in the bench's experiment (Scheduler says what)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,7 +122,9 @@ class Engine:
         self.options = options
         self.progress = progress or QuietProgress()
         gpus = list(options.gpus) if options.gpus is not None else visible_gpus()
-        self.scheduler = Scheduler(options.cpu_slots, gpus, options.gpu_slots)
+        self.scheduler = Scheduler(
+            options.cpu_slots, gpus, options.gpu_slots, exclusive_windows=options.exclusive_windows
+        )
         self.pool = ThreadPoolExecutor(max_workers=max(16, 4 * self.scheduler.total_slots))
         self.cache_root = make_cache_root(options.work_root)
         self.run_config = (

@@ -182,6 +182,29 @@ def test_a_parked_process_lends_its_slots_until_its_window_opens():
     assert events == ["plain start", "plain end", "window"]
 
 
+def test_without_exclusive_windows_a_window_opens_at_once_beside_the_other_jobs():
+    # The bench's --shared-windows experiment: the same two jobs, but the timed one does not wait.
+    scheduler = Scheduler(cpu_slots=2, gpus=["0"], gpu_slots=2, max_defer=30, exclusive_windows=False)
+    events = []
+    started = threading.Event()
+
+    def plain() -> None:
+        with scheduler.hold(Need.GPU):
+            events.append("plain start")
+            started.set()
+            time.sleep(0.3)
+            events.append("plain end")
+
+    with scheduler.hold(Need.GPU) as lease:
+        other = threading.Thread(target=plain)
+        other.start()
+        assert started.wait(5)
+        with scheduler.window(lease) as granted:
+            events.append("window")
+    other.join(timeout=5)
+    assert granted and events == ["plain start", "window", "plain end"]
+
+
 def test_windows_are_not_starved_by_a_stream_of_jobs():
     clock = FakeClock()
     scheduler = Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=2, max_defer=0.2, clock=clock)
