@@ -39,10 +39,12 @@ def test_make_test_builds_one_architecture_only_where_there_is_no_gpu(tmp_path: 
     line = configure_command(tmp_path, "test", gpu)
     assert ("-DCMAKE_CUDA_ARCHITECTURES=75" in line) is not gpu
     assert ("-DKIT_PROBES=OFF" in line) is not gpu
+    assert ("-DCMAKE_BUILD_TYPE=Release" in line) is gpu  # optimised where GPU tests run
     # make build keeps the kit's own choice: the GPU's, or the documented list without one, and
     # the probes.
     built = configure_command(tmp_path, "build", gpu)
     assert "CMAKE_CUDA_ARCHITECTURES" not in built and "KIT_PROBES" not in built
+    assert "CMAKE_BUILD_TYPE" not in built
 
 
 def test_an_architecture_given_to_make_test_is_the_only_one(tmp_path: Path) -> None:
