@@ -99,7 +99,7 @@ def grade_on_slurm(
     if args.tasks is not None and args.tasks < 1:
         raise GraderError("--tasks must be at least 1")
     options = grading.grade_options(kit, args, for_nodes=True)
-    grading.gradebook_request(args, options.labs)  # a bad roster stops it before anything is submitted
+    gradebooks = grading.gradebook_request(args, options.labs)  # a bad roster stops it here
     notes: list[str] = []
     entries = find_submissions(paths, notes, single)
     for note in notes:
@@ -111,7 +111,7 @@ def grade_on_slurm(
     request = SlurmRequest(
         args.tasks, args.partition, args.gres, args.time, args.cpus_per_task, wait=not args.no_wait
     )
-    jobs = submit_class(kit, entries, notes, options, task_options, out_dir, request)
+    jobs = submit_class(kit, entries, notes, options, task_options, out_dir, request, gradebooks)
     if jobs is None or args.no_wait:
         if jobs is not None:
             print(f"follow it with: python -m grader status {out_dir}")
@@ -126,14 +126,15 @@ def grade_on_slurm(
         )
         raise
     print("\n".join(status_lines(out_dir, status)))
-    return 0 if status.graded == status.students and not status.count("failed") else 1
+    whole = status.graded == status.students and not status.count("failed")
+    return 0 if whole and status.finish != "failed" else 1
 
 
 def run_status_command(kit: Kit, args: argparse.Namespace) -> int:
     folder = Path(args.folder).resolve()
     status = run_status(folder)
     print("\n".join(status_lines(folder, status)))
-    return 1 if status.count("failed") else 0
+    return 1 if status.count("failed") or status.finish == "failed" else 0
 
 
 def run_task(kit: Kit, args: argparse.Namespace, grade_args: argparse.Namespace) -> int:

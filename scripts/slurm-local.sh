@@ -7,7 +7,8 @@
 #   scripts/slurm-local.sh stop DIR    stops them; DIR is left for its logs
 #
 # Then, in the same shell:  export SLURM_CONF=DIR/slurm.conf  and sbatch, squeue, scancel and
-# the grader's --slurm talk to it. Needs Debian's slurm-wlm and munge (scripts/setup.sh --slurm
+# the grader's --slurm talk to it. Its node offers no GPUs as Slurm resources: ask for none
+# (GRES=none), and each task sees every GPU of the machine. Needs Debian's slurm-wlm and munge (scripts/setup.sh --slurm
 # installs them) and root, as slurmd starts jobs as their user. Nothing in /etc is changed: the
 # daemons run with their own key and socket, so a Slurm already set up here is not touched.
 set -euo pipefail
@@ -56,8 +57,9 @@ if [[ -f $dir/slurmctld.pid ]] && kill -0 "$(cat "$dir/slurmctld.pid")" 2>/dev/n
     exit 1
 fi
 
-mkdir -p "$dir/munge" "$dir/state" "$dir/spool"
+mkdir -p "$dir/munge" "$dir/socket" "$dir/state" "$dir/spool"
 chmod 700 "$dir/munge"
+chmod 755 "$dir/socket"  # every user's jobs and commands reach munged there, not its key
 [[ -f $dir/munge/munge.key ]] || head -c 1024 /dev/urandom >"$dir/munge/munge.key"
 chmod 600 "$dir/munge/munge.key"
 
@@ -87,7 +89,7 @@ SlurmdPort=$slurmd_port
 SlurmUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$dir/munge/munge.socket
+AuthInfo=socket=$dir/socket/munge.socket
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
 SlurmctldPidFile=$dir/slurmctld.pid
@@ -110,7 +112,7 @@ NodeName=$node NodeAddr=127.0.0.1 $hardware State=UNKNOWN
 PartitionName=local Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
 
-munged --force --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" \
+munged --force --key-file="$dir/munge/munge.key" --socket="$dir/socket/munge.socket" \
     --pid-file="$dir/munged.pid" --log-file="$dir/munged.log" --seed-file="$dir/munge/munged.seed"
 export SLURM_CONF=$dir/slurm.conf
 slurmctld -f "$SLURM_CONF"

@@ -94,6 +94,25 @@ class Plan:
     notes: list[str]  # what collecting the class said, for the summary
     options: dict[str, object]  # the grade command's options the tasks grade with (cli_slurm.py)
     harness_dir: str
+    # With --regrade: when the regrade began (the first plan's mtime, the shared storage's clock).
+    # A report older than that is an earlier run's, not yet regraded.
+    regrade_since: float | None = None
+
+    def graded(self, out_dir: Path, sid: str) -> bool:
+        """Whether `sid` has a complete report of this run (with --regrade: a new one)."""
+        path = out_dir / sid / SCORE_FILE
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            return False
+        return self.regrade_since is None or mtime >= self.regrade_since
+
+    @staticmethod
+    def read_if_there(out_dir: Path) -> Plan | None:
+        try:
+            return Plan.read(out_dir)
+        except GraderError:
+            return None
 
     @staticmethod
     def read(out_dir: Path) -> Plan:
@@ -178,6 +197,7 @@ def submit_class(
     task_options: dict[str, object],
     out_dir: Path,
     request: SlurmRequest,
+    gradebooks: GradebookRequest | None = None,
     log: Callable[[str], None] = print,
 ) -> Jobs | None:
     """Opens the run folder, builds the harness, splits whoever is not graded yet into parts and
@@ -185,18 +205,26 @@ def submit_class(
     out_dir = out_dir.resolve()
     _slurm_command("sbatch")  # before anything is built or written
     refuse_while_queued(out_dir)
+    previous = Plan.read_if_there(out_dir)
     open_out_dir(out_dir, options)
     state = out_dir / STATE
     for folder in ("logs", "tasks"):
         (state / folder).mkdir(parents=True, exist_ok=True)
-    graded = set() if options.regrade else {sid for sid, _ in entries if finished_score(out_dir / sid)}
-    todo = [sid for sid, _ in entries if sid not in graded]
-    count = min(request.tasks or DEFAULT_TASKS, len(todo))
+    # With --regrade, the same command resumes a regrade that did not finish (the students it
+    # regraded are kept) and starts a new one once every student was regraded.
+    since = None
+    if options.regrade:
+        unfinished = (
+            previous is not None
+            and previous.regrade_since is not None
+            and not all(previous.graded(out_dir, sid) for sid, _ in entries)
+        )
+        since = previous.regrade_since if unfinished and previous else None
     harness_dir = (options.harness_dir or state / "harness").resolve()
     plan = Plan(
         labs=[lab.id for lab in options.labs],
         students=[(sid, str(path)) for sid, path in entries],
-        parts=[todo[index::count] for index in range(count)],  # by turns: each part a mix
+        parts=[],
         notes=list(notes),
         options=task_options,
         harness_dir=str(harness_dir),
@@ -205,28 +233,48 @@ def submit_class(
         stale.unlink()
     (state / "jobs.json").unlink(missing_ok=True)
     plan.write(out_dir)
+    if options.regrade:
+        plan.regrade_since = since if since is not None else (state / "plan.json").stat().st_mtime
+    graded = {sid for sid, _ in entries if plan.graded(out_dir, sid) and finished_score(out_dir / sid)}
+    todo = [sid for sid, _ in entries if sid not in graded]
+    count = min(request.tasks or DEFAULT_TASKS, len(todo))
+    plan.parts = [todo[index::count] for index in range(count)]  # by turns: each part a mix
+    plan.write(out_dir)
     if not todo:
         log(f"every one of the {len(entries)} students has a report in {out_dir}: writing the class files")
-        finish(out_dir, options.labs)
+        finish(out_dir, options.labs, gradebooks)
         return None
     if graded:
         log(f"{len(graded)} of {len(entries)} students graded already: kept")
     prepare_harness(kit, options.labs, harness_dir, options.build, options.run, log)
     script = write_job_script(out_dir, kit)
     array = sbatch([f"--array=0-{count - 1}", *request.overrides(), str(script)])
+    # Written at once: a run whose tasks are queued is never submitted again (refuse_while_queued),
+    # whatever happens to the finishing job's submission.
+    jobs = Jobs(array=array, finish=None, tasks=count)
+    write_atomically(state / "jobs.json", json.dumps(asdict(jobs)) + "\n")
     # The class files once every task has ended, however it ended: a failed task's students are
-    # named in the summary, for the same command to grade.
-    finish_job = sbatch(
-        [
-            f"--dependency=afterany:{array}",
-            f"--job-name=finish-{out_dir.name}",
-            f"--output={state / 'logs' / 'finish-%j.log'}",
-            f"--time={FINISH_TIME}",
-            "--cpus-per-task=1",
-            *([f"--partition={request.partition}"] if request.partition else []),
-            f"--wrap=bash {shlex.quote(str(script))} finish",
-        ]
-    )
+    # named in the summary, for the same command to grade. The job script's own lines (account,
+    # partition, ...) hold for it too; it needs no GPU, one CPU and minutes.
+    try:
+        finish_job = sbatch(
+            [
+                f"--dependency=afterany:{array}",
+                f"--job-name=finish-{out_dir.name}",
+                f"--output={state / 'logs' / 'finish-%j.log'}",
+                f"--time={FINISH_TIME}",
+                "--cpus-per-task=1",
+                "--gres=none",
+                *([f"--partition={request.partition}"] if request.partition else []),
+                str(script),
+                "finish",
+            ]
+        )
+    except GraderError as refused:
+        raise GraderError(
+            f"the {count} tasks are submitted (job array {array}), but {refused}; once they have "
+            f"ended, write the class files with `python -m grader task {out_dir} finish`"
+        ) from None
     jobs = Jobs(array=array, finish=finish_job, tasks=count)
     write_atomically(state / "jobs.json", json.dumps(asdict(jobs)) + "\n")
     log(
@@ -248,7 +296,8 @@ def refuse_while_queued(out_dir: Path) -> None:
             f"{out_dir}: Slurm cannot be asked whether job {jobs.array}'s tasks still run (squeue "
             "failed); try again once `squeue` answers"
         )
-    live = [job for job, word in states.items() if word in WAITING | RUNNING and "_" in job]
+    # The tasks, and the finishing job, which would read the new plan.
+    live = [job for job, word in states.items() if word in WAITING | RUNNING]
     if live:
         raise GraderError(
             f"{out_dir}: tasks of job {jobs.array} are still waiting or running ({', '.join(live)}); "
@@ -277,6 +326,11 @@ def write_job_script(out_dir: Path, kit: Kit) -> Path:
         "KIT": str(kit.root),
         "GRADER_HOME": str(GRADER_HOME),
     }
+    # Shell lines get each value quoted for the shell; #SBATCH lines in double quotes, which
+    # sbatch takes off (a path with a space is one value).
+    values |= {
+        f"{key}_Q": shlex.quote(values[key]) for key in ("CUDA_BIN", "PYTHON", "KIT", "OUT", "GRADER_HOME")
+    }
     text = TEMPLATE.read_text(encoding="utf-8")
     for key, value in values.items():
         text = text.replace(f"@{key}@", value)
@@ -294,9 +348,19 @@ def sbatch(arguments: list[str]) -> str:
 
 
 def _slurm(command: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [_slurm_command(command[0]), *command[1:]], capture_output=True, text=True, timeout=60, check=False
-    )
+    try:
+        return subprocess.run(
+            [_slurm_command(command[0]), *command[1:]],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise GraderError(
+            f"{command[0]} did not answer within 120 s (Slurm's controller busy or down); see "
+            "squeue for what was submitted"
+        ) from None
 
 
 def _slurm_command(name: str) -> str:
@@ -362,19 +426,26 @@ def finish(
     """The class files, from every report the tasks wrote, in the class's order; a student
     without a complete report is named in the summary."""
     plan = Plan.read(out_dir)
-    scores, missing = [], []
+    scores, missing, earlier = [], [], []
     for sid, _ in plan.students:
         score = finished_score(out_dir / sid)
         if score is None:
             missing.append(sid)
-        else:
-            scores.append(score)
+            continue
+        scores.append(score)
+        if not plan.graded(out_dir, sid):
+            earlier.append(sid)  # a regrade's student whose task ended first: the old report
     notes = [
         *plan.notes,
         *(
             f"{sid}: not graded: its Slurm task ended before it did (python -m grader status "
             f"{out_dir} says why); the same grade command grades it"
             for sid in missing
+        ),
+        *(
+            f"{sid}: not regraded: its Slurm task ended before it did; its earlier report is "
+            "counted; the same grade command (with --regrade) regrades it"
+            for sid in earlier
         ),
     ]
     write_class_files(out_dir, scores, labs, notes, gradebooks)
@@ -399,7 +470,7 @@ def slurm_states(jobs: Jobs) -> dict[str, str] | None:
         if job and word:
             states[job] = word.split()[0]  # "CANCELLED by 0" is CANCELLED
     queued = _ask(["squeue", "--noheader", "--array", "--states=all", f"--jobs={ids}", "--format=%F|%K|%T"])
-    if queued.returncode != 0 and "Invalid job id" not in queued.stderr and not states:
+    if queued.returncode != 0 and "Invalid job id" not in queued.stderr:
         return None  # not a job squeue has forgotten: Slurm did not answer
     for line in queued.stdout.splitlines() if queued.returncode == 0 else []:
         array, index, word = (line.split("|") + ["", ""])[:3]
@@ -441,7 +512,7 @@ def run_status(out_dir: Path) -> RunStatus:
         gradebook, plan_file = out_dir / "gradebook.csv", out_dir / STATE / "plan.json"
         newer = gradebook.exists() and gradebook.stat().st_mtime >= plan_file.stat().st_mtime
         finish_state = "written" if newer else "not written"
-    graded = sum((out_dir / sid / SCORE_FILE).is_file() for sid, _ in plan.students)
+    graded = sum(plan.graded(out_dir, sid) for sid, _ in plan.students)
     return RunStatus(tasks, finish_state, graded, len(plan.students), jobs.array if jobs else None)
 
 
@@ -510,12 +581,17 @@ def status_lines(out_dir: Path, status: RunStatus) -> list[str]:
                 + (f"; log: {task.log}" if task.log else "")
             )
     ended = status.ended
+    if ended and status.finish == "failed":
+        lines.append(
+            f"  the job that writes the class files failed (its log: {out_dir / STATE / 'logs'}); "
+            f"write them with `python -m grader task {out_dir} finish`"
+        )
     if ended and (status.count("failed") or status.graded < status.students):
         lines.append(
             f"  {status.students - status.graded} student(s) not graded: run the same grade command "
             "(the same --out) to grade them; the others are kept"
         )
-    elif ended:
+    elif ended and status.finish != "failed":
         lines.append(f"  every student graded; the class files are in {out_dir}")
     return lines
 

@@ -127,13 +127,22 @@ def test_a_class_graded_through_a_slurm_job_array_scores_as_a_local_run(fake_kit
     assert status.returncode == 0, status.stdout + status.stderr
     assert "3 done" in status.stdout and "students graded: 7/7" in status.stdout
 
+    # --regrade through Slurm: every student graded again, the class files written again.
+    before = {path.parent.name: path.stat().st_mtime_ns for path in out.glob("*/score.json")}
+    again = on_slurm(fake_kit, env, klass, out, "--tasks", "2", "--regrade", *lms)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "(2 tasks, 7 students)" in again.stdout and "every student graded" in again.stdout
+    after = {path.parent.name: path.stat().st_mtime_ns for path in out.glob("*/score.json")}
+    assert after.keys() == before.keys() and all(after[sid] > before[sid] for sid in before)
+    assert scores(out) == scores(tmp_path / "local")
+
 
 def test_a_cancelled_task_is_graded_again_by_the_same_command_and_no_one_twice(fake_kit, slurm, tmp_path):
     env = environment(fake_kit, slurm)
     spec = fake_kit.root / "fake_kit.json"
     spec.write_text(spec.read_text().replace('"behaviour": "pass"', '"behaviour": "sleep:0.6"'))
     klass = write_class(tmp_path / "class", 6)
-    out = tmp_path / "slurm-run"
+    out = tmp_path / "slurm run"  # a space in the path: the job script's lines quote it
     first = on_slurm(fake_kit, env, klass, out, "--tasks", "2", "--no-wait")
     assert first.returncode == 0, first.stdout + first.stderr
     assert f"grader status {out}" in first.stdout
