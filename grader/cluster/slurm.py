@@ -504,8 +504,10 @@ def run_status(out_dir: Path) -> RunStatus:
         word = (slurm or {}).get(f"{jobs.array}_{task}", "") if jobs else ""
         tasks.append(_task_status(task, word, own, log, asked=slurm is not None))
     finish_word = (slurm or {}).get(jobs.finish, "") if jobs and jobs.finish else ""
-    if jobs and jobs.finish and slurm is None:
+    if jobs and jobs.finish and slurm is None and shutil.which("squeue"):
         finish_word = "PENDING"  # Slurm did not answer: not known to have ended
+    # Where Slurm is not installed at all (the job script run as a plain shell script), what the
+    # tasks said of themselves and the class files' time tell the state.
     if finish_word:
         finish_state = _state(finish_word)
     else:  # not submitted, or forgotten by Slurm: the files tell whether it wrote them

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.cluster.slurm import JOB_SCRIPT, STATE, Jobs, Plan, _task_status
+from grader.cluster.slurm import JOB_SCRIPT, STATE, Jobs, Plan, _task_status, run_status
 
 from .test_schedule import write_class
 
@@ -220,3 +220,20 @@ def test_grade_slurm_where_slurm_is_not_installed_says_so_and_writes_nothing(fak
     done = grade(fake_kit, env, klass, tmp_path / "out", "--slurm")
     assert done.returncode == 2 and "sbatch not found" in done.stderr and "slurm-local.sh" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_where_slurm_is_not_installed_status_reads_the_tasks_and_the_class_files(tmp_path, monkeypatch):
+    # The job script run as a plain shell script on a machine without Slurm: part 0 graded,
+    # then `grade-job.sh finish`.
+    out = tmp_path / "out"
+    (out / STATE / "tasks").mkdir(parents=True)
+    Plan(["02"], [("s00", "/class/s00")], [["s00"]], [], {}, str(out / STATE / "harness")).write(out)
+    (out / STATE / "jobs.json").write_text(json.dumps({"array": "7", "finish": "8", "tasks": 1}))
+    (out / STATE / "tasks" / "0.json").write_text(json.dumps({"state": "done", "graded": 1}))
+    (out / "s00").mkdir()
+    (out / "s00" / "score.json").write_text("{}")
+    (out / "gradebook.csv").write_text("student\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # no squeue, no sacct
+    status = run_status(out)
+    assert [task.state for task in status.tasks] == ["done"]
+    assert (status.finish, status.graded, status.ended) == ("written", 1, True)
