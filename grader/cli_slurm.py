@@ -108,9 +108,7 @@ def grade_on_slurm(
     task_options |= {
         name: str(Path(getattr(args, name)).resolve()) if getattr(args, name) else None for name in TASK_PATHS
     }
-    request = SlurmRequest(
-        args.tasks, args.partition, args.gres, args.time, args.cpus_per_task, wait=not args.no_wait
-    )
+    request = SlurmRequest(args.tasks, args.partition, args.gres, args.time, args.cpus_per_task)
     jobs = submit_class(kit, entries, notes, options, task_options, out_dir, request, gradebooks)
     if jobs is None or args.no_wait:
         if jobs is not None:

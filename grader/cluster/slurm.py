@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -71,7 +71,6 @@ class SlurmRequest:
     gres: str | None = None  # "gpu:1"; "none" asks for no GPU
     time: str | None = None
     cpus_per_task: int | None = None
-    wait: bool = True
 
     def overrides(self) -> list[str]:
         """sbatch's options for what the command named (they win over the script's lines)."""
@@ -161,8 +160,6 @@ class RunStatus:
     finish: str  # the finishing job: waiting, running, done, failed; or written, not written
     graded: int  # students with a complete report
     students: int
-    array: str | None = None
-    notes: list[str] = field(default_factory=list)
 
     def count(self, state: str) -> int:
         return sum(task.state == state for task in self.tasks)
@@ -340,27 +337,13 @@ def write_job_script(out_dir: Path, kit: Kit) -> Path:
 
 
 def sbatch(arguments: list[str]) -> str:
-    """Submits with sbatch; the job's id, or a GraderError with what sbatch said."""
-    done = _slurm(["sbatch", "--parsable", *arguments])
+    """Submits with sbatch; the job's id, or a GraderError with what sbatch said (after a time-out,
+    the job may be queued all the same: squeue says)."""
+    _slurm_command("sbatch")
+    done = _ask(["sbatch", "--parsable", *arguments], timeout=120)
     if done.returncode != 0:
         raise GraderError(f"sbatch refused the job: {done.stderr.strip() or done.stdout.strip()}")
     return done.stdout.strip().split(";")[0]
-
-
-def _slurm(command: list[str]) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            [_slurm_command(command[0]), *command[1:]],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise GraderError(
-            f"{command[0]} did not answer within 120 s (Slurm's controller busy or down); see "
-            "squeue for what was submitted"
-        ) from None
 
 
 def _slurm_command(name: str) -> str:
@@ -479,17 +462,17 @@ def slurm_states(jobs: Jobs) -> dict[str, str] | None:
     return states
 
 
-def _ask(command: list[str]) -> subprocess.CompletedProcess[str]:
+def _ask(command: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """A Slurm command's answer; a refusal (exit 1) where it is missing or does not answer."""
     found = shutil.which(command[0])
     try:
         if found is not None:
             return subprocess.run(
-                [found, *command[1:]], capture_output=True, text=True, timeout=60, check=False
+                [found, *command[1:]], capture_output=True, text=True, timeout=timeout, check=False
             )
     except subprocess.TimeoutExpired:
         pass
-    return subprocess.CompletedProcess(command, 1, "", f"{command[0]}: no answer")
+    return subprocess.CompletedProcess(command, 1, "", f"{command[0]}: no answer within {timeout:g} s")
 
 
 def run_status(out_dir: Path) -> RunStatus:
@@ -515,7 +498,7 @@ def run_status(out_dir: Path) -> RunStatus:
         newer = gradebook.exists() and gradebook.stat().st_mtime >= plan_file.stat().st_mtime
         finish_state = "written" if newer else "not written"
     graded = sum(plan.graded(out_dir, sid) for sid, _ in plan.students)
-    return RunStatus(tasks, finish_state, graded, len(plan.students), jobs.array if jobs else None)
+    return RunStatus(tasks, finish_state, graded, len(plan.students))
 
 
 def _task_file(out_dir: Path, task: int) -> dict[str, object]:
@@ -573,15 +556,16 @@ def _first_error(log: Path) -> str:
     return lines[-1] if lines else ""
 
 
+def failure_line(task: TaskStatus) -> str:
+    """A failed task, its first error and its log."""
+    log = f"; log: {task.log}" if task.log else ""
+    return f"task {task.task} failed ({task.detail}): {task.error or 'no error in its log'}{log}"
+
+
 def status_lines(out_dir: Path, status: RunStatus) -> list[str]:
     """`python -m grader status OUT`: the counts, then each failed task's first error and log."""
     lines = [f"{out_dir}: " + status.line()]
-    for task in status.tasks:
-        if task.state == "failed":
-            lines.append(
-                f"  task {task.task} failed ({task.detail}): {task.error or 'no error in its log'}"
-                + (f"; log: {task.log}" if task.log else "")
-            )
+    lines += [f"  {failure_line(task)}" for task in status.tasks if task.state == "failed"]
     ended = status.ended
     if ended and status.finish == "failed":
         lines.append(
@@ -613,10 +597,7 @@ def follow(
         for task in status.tasks:
             if task.state == "failed" and task.task not in told:
                 told.add(task.task)
-                log(
-                    f"task {task.task} failed ({task.detail}): {task.error}"
-                    + (f"; log: {task.log}" if task.log else "")
-                )
+                log(failure_line(task))
         if status.ended:
             return status
         time.sleep(interval)
