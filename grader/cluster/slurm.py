@@ -386,7 +386,7 @@ def grade_part(
         )
     options = replace(options, harness_dir=Path(plan.harness_dir), harness_built=True)
     try:
-        scores = grade_class(kit, entries, options, out_dir, progress, plan.notes, part=True)
+        scores = grade_class(kit, entries, options, out_dir, progress, part=True)
     except BaseException as error:  # a GraderError, or the stop of scancel or the time limit
         if isinstance(error, KeyboardInterrupt):  # cli.Terminated names the signal
             what = f"stopped by {error or 'SIGINT'} (scancel, or the time limit)"

@@ -502,10 +502,7 @@ def graded_labs(out_dir: Path) -> list[str]:
 
 
 def rewrite_class_files(
-    out_dir: Path,
-    labs: list[Lab],
-    gradebooks: GradebookRequest | None = None,
-    notes: Sequence[str] = (),
+    out_dir: Path, labs: list[Lab], gradebooks: GradebookRequest | None = None
 ) -> list[SubmissionScore]:
     """The class files of a graded folder written again from every complete report in it
     (`<student>/score.json`), whichever run or machine wrote it: a class graded in parts and
@@ -523,12 +520,9 @@ def rewrite_class_files(
     if not scores:
         raise GraderError(f"{out_dir}: no complete report in it; grade the class into it first")
     notes = [
-        *notes,
-        *(
-            f"{name}: no complete report (a run stopped while grading it, or an older grader's): "
-            "grade it again with the same --out"
-            for name in unfinished
-        ),
+        f"{name}: no complete report (a run stopped while grading it, or an older grader's): grade "
+        f"it again with the same --out"
+        for name in unfinished
     ]
     write_class_files(out_dir, scores, labs, notes, gradebooks)
     return scores
