@@ -265,6 +265,16 @@ class RealHarness:
     folder: Path
     cuda_arch: str | None
 
+    def build(self, timeout: float) -> BuildConfig:
+        """The build settings of every test that grades with the shared harness: the grader's
+        own for this machine (grader/pipeline/build.py, build_for_this_machine), as `grade` and
+        `validate` use them, and the same for each test, or one would rebuild it for another."""
+        from grader.engine.schedule import visible_gpus
+        from grader.pipeline.build import build_for_this_machine
+
+        settings = BuildConfig(cuda_arch=self.cuda_arch, timeout=timeout)
+        return build_for_this_machine(settings, visible_gpus())[0]
+
 
 @pytest.fixture(scope="session")
 def _real_harness_setup(tmp_path_factory: pytest.TempPathFactory) -> RealHarness:

@@ -9,7 +9,6 @@ import shutil
 
 import pytest
 
-from grader.pipeline.build import BuildConfig
 from grader.pipeline.collect import submission_from_files
 from grader.pipeline.grade import GradeOptions, grade_submission
 from grader.pipeline.run import RunConfig
@@ -32,7 +31,7 @@ def test_lab02_reference_builds_runs_and_earns_every_point_that_can_run(tmp_path
 
     options = GradeOptions(
         labs=[lab],
-        build=BuildConfig(cuda_arch=real_harness.cuda_arch, timeout=1200),
+        build=real_harness.build(timeout=1200),
         run=RunConfig(timeout=300),
         work_root=tmp_path,
         harness_dir=real_harness.folder,

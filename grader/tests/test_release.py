@@ -136,7 +136,7 @@ def test_a_zip_from_submit_grades_exactly_as_the_same_files_in_a_folder(unpacked
         (folder / Path(name).name).write_bytes(data)
     options = GradeOptions(
         labs=[LAB06],
-        build=BuildConfig(cuda_arch=real_harness.cuda_arch, timeout=240),
+        build=real_harness.build(timeout=240),
         run=RunConfig(timeout=30),
         work_root=tmp_path / "work",
         harness_dir=real_harness.folder,
