@@ -29,8 +29,11 @@ enum { EXIT_SETUP = 126, EXIT_NOT_RUN = 127 };
 static const struct {
   const char *name;
   int resource;
-} kLimits[] = {
-    {"core", RLIMIT_CORE}, {"fsize", RLIMIT_FSIZE}, {"cpu", RLIMIT_CPU}, {"nofile", RLIMIT_NOFILE}};
+} kLimits[] = {{"core", RLIMIT_CORE},
+               {"fsize", RLIMIT_FSIZE},
+               {"cpu", RLIMIT_CPU},
+               {"nofile", RLIMIT_NOFILE},
+               {"data", RLIMIT_DATA}};
 
 static int parse_value(const char *text, rlim_t *value) {
   if (strcmp(text, "inf") == 0) {

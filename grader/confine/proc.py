@@ -51,18 +51,20 @@ def run_limited(
     pass_fds: tuple[int, ...] = (),
     not_counted: Callable[[], float] | None = None,
     cgroup: tuple[Path, ...] = (),
+    data_bytes: int | None = None,
 ) -> ProcessResult:
     """Runs command to its end or its time limit. `pass_fds` are handed to the child: closed
     here once it has them, so that only the child holds them. `not_counted`, when given, says
     how many seconds of the run so far the limit must not count (time the process spent waiting
     for the grader); the caller caps it. `cgroup`: the `cgroup.procs` files of the cgroup the
-    child joins before it executes the command (grader/confine/cgroups.py).
+    child joins before it executes the command (grader/confine/cgroups.py). `data_bytes`: the
+    most data memory one process may map (RLIMIT_DATA), for a process that runs no CUDA.
 
     The limits and the cgroup are applied by the compiled launcher (grader/confine/launch.c), which
     then executes the command, so that Python starts the process with vfork; only where the
     launcher cannot be compiled does a preexec_fn do it, at the cost of a fork of the grader."""
     start = time.monotonic()
-    limits = _limits(timeout)
+    limits = _limits(timeout, data_bytes)
     launch = launcher()
     try:
         process = subprocess.Popen(
@@ -154,7 +156,7 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-def _limits(timeout: float) -> list[Limit]:
+def _limits(timeout: float, data_bytes: int | None = None) -> list[Limit]:
     """The limits of a process run_limited starts."""
     limits: list[Limit] = [
         ("core", resource.RLIMIT_CORE, 0, 0),  # a crash should not leave a core file
@@ -168,6 +170,13 @@ def _limits(timeout: float) -> list[Limit]:
         cpu = int(2 * timeout) + 10
         limits.append(("cpu", resource.RLIMIT_CPU, *_lowered(resource.RLIMIT_CPU, cpu + 5, soft=cpu)))
     limits.append(("nofile", resource.RLIMIT_NOFILE, *_lowered(resource.RLIMIT_NOFILE, MAX_OPEN_FILES)))
+    # Data memory, per process: an allocation larger than the test's memory limit fails at once
+    # (std::bad_alloc), as it does where the kernel refuses to overcommit, instead of filling
+    # pages up to the cgroup's limit first where it overcommits (seconds a test, and memory the
+    # other tests need). Only for a process that runs no CUDA: the driver maps address space by
+    # the gigabyte, and the kit does not rely on how much of it this limit counts.
+    if data_bytes is not None:
+        limits.append(("data", resource.RLIMIT_DATA, *_lowered(resource.RLIMIT_DATA, data_bytes)))
     return limits
 
 

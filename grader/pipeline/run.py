@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from ..confine.cgroups import Cgroups
+from ..confine.cgroups import Cgroups, Limits
 from ..confine.gate import GpuGate
 from ..confine.proc import ProcessResult, readable, run_limited
 from ..confine.sandbox import Sandbox
@@ -526,6 +526,11 @@ def _run_judge(
                 gpu=(env or {}).get("CUDA_VISIBLE_DEVICES"),
             )
         limits_hit: list[str] = []
+        # A process on a CPU slot sees no GPU (its sandbox shows none) and runs no CUDA: its data
+        # memory is held to the test's memory limit, so that an allocation past it fails at once
+        # (grader/confine/proc.py, _limits).
+        memory = (config.cgroups.limits if config.cgroups is not None else Limits()).memory_bytes
+        data_bytes = memory if (env or {}).get("CUDA_VISIBLE_DEVICES") is None else None
         with config.cgroups.for_test() if config.cgroups is not None else nullcontext() as cgroup:
             result = run_limited(
                 command,
@@ -541,6 +546,7 @@ def _run_judge(
                 if gate
                 else None,
                 cgroup=cgroup.procs if cgroup is not None else (),
+                data_bytes=data_bytes,
             )
             if cgroup is not None:
                 limits_hit = cgroup.limits_hit()

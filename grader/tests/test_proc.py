@@ -4,15 +4,18 @@ cannot be compiled, a preexec_fn does the same."""
 
 from __future__ import annotations
 
+import errno
 import resource
 import subprocess
+import sys
 
 import pytest
 
 import grader.confine.proc as proc
 from grader.confine.proc import compile_helper, launcher, run_limited
 
-LIMITS_SCRIPT = "ulimit -c; ulimit -t; ulimit -n; ulimit -f"  # core, CPU s, files, file 512-byte blocks
+# core, CPU s, files, file 512-byte blocks, data KiB
+LIMITS_SCRIPT = "ulimit -c; ulimit -t; ulimit -n; ulimit -f; ulimit -d"
 
 
 @pytest.fixture
@@ -39,21 +42,53 @@ def test_a_process_starts_through_the_launcher_without_a_preexec_fn(launch, tmp_
     assert kwargs["preexec_fn"] is None  # so Python starts it with vfork, not a fork of the grader
 
 
-def test_the_launcher_and_the_preexec_fallback_set_the_same_limits(launch, tmp_path, monkeypatch):
-    through_launcher = run_limited(
-        ["/bin/sh", "-c", LIMITS_SCRIPT], cwd=tmp_path, timeout=30, output_limit=1024
-    )
+@pytest.mark.parametrize("data_bytes", [None, 3 << 30])
+def test_the_launcher_and_the_preexec_fallback_set_the_same_limits(launch, tmp_path, monkeypatch, data_bytes):
+    def limits() -> str:
+        done = run_limited(
+            ["/bin/sh", "-c", LIMITS_SCRIPT],
+            cwd=tmp_path,
+            timeout=30,
+            output_limit=1024,
+            data_bytes=data_bytes,
+        )
+        assert done.returncode == 0, done.output
+        return done.output
+
+    through_launcher = limits()
     monkeypatch.setattr(proc, "launcher", lambda: None)
-    through_preexec = run_limited(
-        ["/bin/sh", "-c", LIMITS_SCRIPT], cwd=tmp_path, timeout=30, output_limit=1024
-    )
-    assert through_launcher.returncode == through_preexec.returncode == 0
-    assert through_launcher.output == through_preexec.output
-    core, cpu, files, blocks = through_launcher.output.split()
+    assert limits() == through_launcher
+    core, cpu, files, blocks, data = through_launcher.split()
     own_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     assert core == "0" and cpu == str(2 * 30 + 10)
     assert int(files) == min(proc.MAX_OPEN_FILES, own_files)
     assert int(blocks) * 512 == proc.MAX_FILE_WRITE_BYTES
+    own_data = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    if data_bytes is None:
+        assert data == ("unlimited" if own_data == resource.RLIM_INFINITY else str(own_data // 1024))
+    else:
+        assert int(data) * 1024 == data_bytes
+
+
+def test_an_allocation_past_the_data_limit_fails_at_once_instead_of_filling_memory(launch, tmp_path):
+    # 2 GiB of private memory (what malloc maps), which any machine hands out unused: refused to
+    # a process held to 1 GiB, where without the limit a process that went on to fill it would
+    # take pages until its cgroup stopped it.
+    program = "import mmap\ntry:\n    mmap.mmap(-1, 2 << 30, flags=mmap.MAP_PRIVATE)\n    print('mapped')\nexcept OSError as e:\n    print(e.errno)\n"
+
+    def asked(data_bytes: int | None) -> str:
+        done = run_limited(
+            [sys.executable, "-c", program],
+            cwd=tmp_path,
+            timeout=30,
+            output_limit=1024,
+            data_bytes=data_bytes,
+        )
+        assert done.returncode == 0, done.output
+        return done.output.strip()
+
+    assert asked(None) == "mapped"
+    assert asked(1 << 30) == str(errno.ENOMEM)
 
 
 def test_a_command_that_cannot_be_executed_exits_127_and_says_which(launch, tmp_path):

@@ -32,6 +32,7 @@ def exe(tmp_path) -> Path:
         {"name": "writes another test's result", "tags": "[lab02]", "behaviour": "wrongname"},
         {"name": "prints a megabyte", "tags": "[lab02]", "behaviour": "spam"},
         {"name": "shows its environment", "tags": "[lab02]", "behaviour": "env"},
+        {"name": "shows its data limit", "tags": "[lab02]", "behaviour": "datalimit"},
         {"name": "forges a report file", "tags": "[lab02]", "behaviour": "forges"},
         {"name": "leaves a daemon", "tags": "[lab02]", "behaviour": "daemon"},
     ]
@@ -47,7 +48,7 @@ def run(exe: Path, name: str, **config):
 def test_listing_gives_names_and_tags(exe, tmp_path):
     listed = list_tests(exe, tmp_path, RunConfig())
     assert listed[0].name == "passes" and listed[0].tags == ("lab02", "correctness", "cpu")
-    assert len(listed) == 14
+    assert len(listed) == 15
 
 
 def test_listing_garbage_is_an_error_naming_the_executable():
@@ -178,6 +179,21 @@ def test_the_test_sees_a_scrubbed_environment(exe, monkeypatch):
     names = run(exe, "shows its environment").messages[0].split()
     assert "GRADER_SECRET_TOKEN" not in names
     assert {"PATH", "HOME", "TMPDIR", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS"} <= set(names)
+
+
+def test_only_a_test_on_a_cpu_slot_is_held_to_its_memory_limit_in_data_memory(exe):
+    # On a CPU slot (no CUDA_VISIBLE_DEVICES from a lane) an allocation past the test's memory
+    # limit must fail at once; a process on a GPU lane runs CUDA, whose driver maps far more.
+    import resource
+
+    from grader.confine.cgroups import Limits
+
+    on_cpu = run_test(exe, "shows its data limit", exe.parent.parent, RunConfig())
+    on_gpu = run_test(
+        exe, "shows its data limit", exe.parent.parent, RunConfig(), env={"CUDA_VISIBLE_DEVICES": "0"}
+    )
+    assert on_cpu.messages[0].strip() == str(Limits().memory_bytes)
+    assert on_gpu.messages[0].strip() == str(resource.getrlimit(resource.RLIMIT_DATA)[0])
 
 
 def test_scrubbed_env_points_home_at_the_work_folder(tmp_path, monkeypatch):

@@ -3,7 +3,7 @@
 
 Its tests come from <this file>.json: {"tests": [{"name", "tags", "behaviour"}]}. Behaviours:
 pass, fail:<text>, expr, skip:<reason>, metric:<name>=<value>, crash, hang, noxml, garbled,
-wrongname, spam, env, reads:<variable> (passes when the file that the environment variable
+wrongname, spam, env, datalimit (fails with its RLIMIT_DATA), reads:<variable> (passes when the file that the environment variable
 names exists), record:<file> (appends "<start> <end> <CUDA_VISIBLE_DEVICES> <name>" to the file
 after sleeping 0.3 s, then passes), window:<file> (works 0.1 s, asks its GPU gate for
 a window as kit::ExclusiveGpu does, holds it 0.2 s, works 0.1 s more; appends its two working
@@ -198,6 +198,11 @@ def run(name, out):
         return 0
     if kind == "env":
         write(document(name, element("Failure", " ".join(sorted(os.environ))), False))
+        return 42
+    if kind == "datalimit":
+        import resource
+
+        write(document(name, element("Failure", str(resource.getrlimit(resource.RLIMIT_DATA)[0])), False))
         return 42
     raise SystemExit(f"fake_catch2: unknown behaviour {behaviour}")
 
