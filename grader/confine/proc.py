@@ -173,8 +173,8 @@ def _limits(timeout: float, data_bytes: int | None = None) -> list[Limit]:
     # Data memory, per process: an allocation larger than the test's memory limit fails at once
     # (std::bad_alloc), as it does where the kernel refuses to overcommit, instead of filling
     # pages up to the cgroup's limit first where it overcommits (seconds a test, and memory the
-    # other tests need). Only for a process that runs no CUDA: the driver maps address space by
-    # the gigabyte, and the kit does not rely on how much of it this limit counts.
+    # other tests need). Only for a process not meant to run CUDA (run.py says which): the driver
+    # maps address space by the gigabyte, and the kit does not rely on how much of it counts.
     if data_bytes is not None:
         limits.append(("data", resource.RLIMIT_DATA, *_lowered(resource.RLIMIT_DATA, data_bytes)))
     return limits

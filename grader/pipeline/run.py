@@ -526,9 +526,11 @@ def _run_judge(
                 gpu=(env or {}).get("CUDA_VISIBLE_DEVICES"),
             )
         limits_hit: list[str] = []
-        # A process on a CPU slot sees no GPU (its sandbox shows none) and runs no CUDA: its data
-        # memory is held to the test's memory limit, so that an allocation past it fails at once
-        # (grader/confine/proc.py, _limits).
+        # A process on a CPU slot (not given a lane's GPU) is held to the test's memory limit in
+        # data memory as well, so that an allocation past it fails at once (grader/confine/proc.py,
+        # _limits). A process on a GPU lane is not: CUDA's driver maps address space by the
+        # gigabyte. (A CPU-slot process that starts CUDA anyway still can: lab 02's GPU tests
+        # passed under this limit on an H200.)
         memory = (config.cgroups.limits if config.cgroups is not None else Limits()).memory_bytes
         data_bytes = memory if (env or {}).get("CUDA_VISIBLE_DEVICES") is None else None
         with config.cgroups.for_test() if config.cgroups is not None else nullcontext() as cgroup:

@@ -796,8 +796,13 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
     scores: dict[str, SubmissionScore] = {}
     out_of: dict[str, Path] = {}  # each student's part's output folder
     for part_out, part_entries, part_options in parts:
-        for graded in grade_class(kit, part_entries, part_options, part_out, QuietProgress()):
-            scores[graded.student_id], out_of[graded.student_id] = graded, part_out
+        with pytest.MonkeyPatch.context() as patch:
+            if part_options.gpus == ():
+                # No GPU in the tests' view either: a process on a CPU slot may still see the
+                # machine's GPUs (only a lane's process is shown its own alone).
+                patch.setenv("CUDA_VISIBLE_DEVICES", "")
+            for graded in grade_class(kit, part_entries, part_options, part_out, QuietProgress()):
+                scores[graded.student_id], out_of[graded.student_id] = graded, part_out
 
     control = scores["control"]
     if on_gpu:
