@@ -777,6 +777,11 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
     notes: list[str] = []
     entries = find_submissions([klass], notes)
     out = Path(os.environ.get("KIT_HOSTILE_OUT", tmp_path / "out"))
+    # A folder holding an earlier run would be resumed, its reports kept instead of graded again.
+    assert not (out.is_dir() and any(out.iterdir())), (
+        f"KIT_HOSTILE_OUT={out} holds an earlier run, which grading would resume rather than redo: "
+        "name an empty or new folder"
+    )
     # With a GPU, the control and the cases whose attack shows only there (`gpu_points`) are
     # graded on it; the others are graded without it, as on a machine without one (CI), since
     # what they must get is the same either way. On the GPU each of them ran lab 02's GPU tests
