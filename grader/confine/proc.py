@@ -58,7 +58,7 @@ def run_limited(
     how many seconds of the run so far the limit must not count (time the process spent waiting
     for the grader); the caller caps it. `cgroup`: the `cgroup.procs` files of the cgroup the
     child joins before it executes the command (grader/confine/cgroups.py). `data_bytes`: the
-    most data memory one process may map (RLIMIT_DATA), for a process that runs no CUDA.
+    most data memory one process may map (RLIMIT_DATA), for a process not given a GPU lane.
 
     The limits and the cgroup are applied by the compiled launcher (grader/confine/launch.c), which
     then executes the command, so that Python starts the process with vfork; only where the

@@ -506,6 +506,7 @@ def _run_judge(
         listed = run_dir / "tests.txt"
         listed.write_text("".join(f"{name}\n" for name in names), encoding="utf-8")
         selection = ["--input-file", str(listed), "--order", "decl", "--durations", "yes"]
+    lane = (env or {}).get("CUDA_VISIBLE_DEVICES")  # the GPU lane's, None on a CPU slot
     with ReportPipe() as report, gate or nullcontext():
         command = [
             str(exe),
@@ -523,7 +524,7 @@ def _run_judge(
                 command,
                 run_dir,
                 _readable(exe, work_dir, env or {}),
-                gpu=(env or {}).get("CUDA_VISIBLE_DEVICES"),
+                gpu=lane,
             )
         limits_hit: list[str] = []
         # A process on a CPU slot (not given a lane's GPU) is held to the test's memory limit in
@@ -532,7 +533,7 @@ def _run_judge(
         # gigabyte. (A CPU-slot process that starts CUDA anyway still can: lab 02's GPU tests
         # passed under this limit on an H200.)
         memory = (config.cgroups.limits if config.cgroups is not None else Limits()).memory_bytes
-        data_bytes = memory if (env or {}).get("CUDA_VISIBLE_DEVICES") is None else None
+        data_bytes = memory if lane is None else None
         with config.cgroups.for_test() if config.cgroups is not None else nullcontext() as cgroup:
             result = run_limited(
                 command,

@@ -788,23 +788,21 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
     # as the control does, showing nothing of its attack the control does not, and held the GPU
     # slots and measuring windows the GPU cases wait for: 48 of the 61 submissions.
     on_the_gpu = {"control"} | {student_id_for(Path(c.name)) for c in cases if c.gpu_points is not None}
-    parts = [(out, entries, options)]
+    # (its output folder, its submissions, its options, whether the GPUs are hidden from it)
+    parts = [(out, entries, options, False)]
     if on_gpu:
+        without = replace(options, gpus=(), run=RunConfig(timeout=TEST_LIMIT))
         parts = [
-            (out / "gpu", [e for e in entries if e[0] in on_the_gpu], options),
-            (
-                out / "no-gpu",
-                [e for e in entries if e[0] not in on_the_gpu],
-                replace(options, gpus=(), run=RunConfig(timeout=TEST_LIMIT)),
-            ),
+            (out / "gpu", [e for e in entries if e[0] in on_the_gpu], options, False),
+            (out / "no-gpu", [e for e in entries if e[0] not in on_the_gpu], without, True),
         ]
     scores: dict[str, SubmissionScore] = {}
     out_of: dict[str, Path] = {}  # each student's part's output folder
-    for part_out, part_entries, part_options in parts:
+    for part_out, part_entries, part_options, hidden in parts:
         with pytest.MonkeyPatch.context() as patch:
-            if part_options.gpus == ():
-                # No GPU in the tests' view either: a process on a CPU slot may still see the
-                # machine's GPUs (only a lane's process is shown its own alone).
+            if hidden:
+                # No lane is not enough: a process on a CPU slot still sees the machine's GPUs
+                # (the sandbox shows a lane's process its own alone, and the others every one).
                 patch.setenv("CUDA_VISIBLE_DEVICES", "")
             for graded in grade_class(kit, part_entries, part_options, part_out, QuietProgress()):
                 scores[graded.student_id], out_of[graded.student_id] = graded, part_out

@@ -3,8 +3,8 @@
 
 Its tests come from <this file>.json: {"tests": [{"name", "tags", "behaviour"}]}. Behaviours:
 pass, fail:<text>, expr, skip:<reason>, metric:<name>=<value>, crash, hang, noxml, garbled,
-wrongname, spam, env, datalimit (fails with its RLIMIT_DATA), reads:<variable> (passes when the file that the environment variable
-names exists), record:<file> (appends "<start> <end> <CUDA_VISIBLE_DEVICES> <name>" to the file
+wrongname, spam, env, datalimit (fails naming its RLIMIT_DATA), reads:<variable> (passes when
+the file that the environment variable names exists), record:<file> (appends "<start> <end> <CUDA_VISIBLE_DEVICES> <name>" to the file
 after sleeping 0.3 s, then passes), window:<file> (works 0.1 s, asks its GPU gate for
 a window as kit::ExclusiveGpu does, holds it 0.2 s, works 0.1 s more; appends its two working
 spans as "<name>" lines and the window as a "<name> (window)" line, then passes),
