@@ -18,6 +18,16 @@ TEST_CASE("the barrier test names the line of the student's file that synccheck 
   CHECK(kit::synccheck::first_line_in(report, {"block_transpose.cu", "memory_qualifiers.cu"}) ==
         "memory_qualifiers.cu line 103");
   CHECK(kit::synccheck::first_line_in(report, {"tiled_matmul.cu"}).empty());
+  // Of two files, the one the report names first, whichever is listed first; a name that is only
+  // the end of another file's (other_memory_qualifiers.cu), or has no line number, is not it.
+  const std::string two =
+      "=========     at k+0x10 in /tmp/obj/my_tiled_matmul.cu:5\n"
+      "=========     at k+0x10 in /tmp/obj/tiled_matmul.cu:\n"
+      "=========     at k+0x20 in /tmp/obj/block_transpose.cu:41\n"
+      "=========     at k+0x30 in /tmp/obj/tiled_matmul.cu:88\n";
+  CHECK(kit::synccheck::first_line_in(two, {"tiled_matmul.cu", "block_transpose.cu"}) ==
+        "block_transpose.cu line 41");
+  CHECK(kit::synccheck::first_line_in(two, {"tiled_matmul.cu"}) == "tiled_matmul.cu line 88");
 }
 
 TEST_CASE("the barrier test quotes only the lines of the report that explain it",
