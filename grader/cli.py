@@ -457,6 +457,9 @@ def run_check(kit: Kit, args: argparse.Namespace) -> int:
     build, run = grading.configs(args)
     build_dir = _in_kit(kit, args.build_dir)
     gpus = [gpu.strip() for gpu in args.gpus.split(",") if gpu.strip()] if args.gpus else None
+    build, note = grading.build_for_this_machine(build, gpus if gpus is not None else grading.visible_gpus())
+    if note:
+        print(f"note: {note}")
     result = check_lab(kit, lab, build_dir, build, run, slots=(grading.cpu_slots(args), gpus, args.gpu_slots))
     print("\n".join(check_lines(result)))
     return 0 if result.earned_all else 1
@@ -607,7 +610,13 @@ def run_submit(kit: Kit, args: argparse.Namespace) -> int:
     build_dir = None if args.no_build else _in_kit(kit, args.build_dir)
     if build_dir is not None:
         print(f"building lab {lab.id}'s public tests ...", flush=True)
-    packed = pack_lab(kit, lab, _in_kit(kit, args.out), build_dir, BuildConfig())
+    # Built as check builds it here, in the folder they share, so that neither rebuilds the other's.
+    build = (
+        grading.build_for_this_machine(BuildConfig(), grading.visible_gpus())[0]
+        if build_dir
+        else BuildConfig()
+    )
+    packed = pack_lab(kit, lab, _in_kit(kit, args.out), build_dir, build)
     if packed.build_problem:
         print(
             f"{LOUD}\nWARNING: lab {lab.id} does not build; the zip was written anyway, but code "

@@ -76,27 +76,34 @@ class BuildResult:
     duration: float = 0.0  # seconds of compiling and linking this submission's files
 
 
-# What grading builds for on a machine without a GPU when no --cuda-arch is given (grade,
-# validate, bench and check alike: the one place the policy is stated): one
-# architecture (the oldest of the kit's list, whose PTX any newer GPU can run) instead of the
-# kit's seven. No GPU test can run there, so the scores are incomplete anyway, and seven
-# architectures made every compile about seven times slower (docs/instructors.md).
+# What grading builds on a machine without a GPU (grade, validate, bench and check alike: the one
+# place the policy is stated). No GPU test can run there, so the scores are incomplete anyway and
+# nothing is timed:
+# - one architecture when no --cuda-arch is given (the oldest of the kit's list, whose PTX any
+#   newer GPU can run) instead of the kit's seven, which made every compile about seven times
+#   slower (docs/instructors.md);
+# - no probes (-DKIT_PROBES=OFF): only the sanitizer and profiler tests run them;
+# - the kit's Untimed build type instead of Release: host code at -Og rather than -O3 (CMakeLists.txt
+#   says why not -O0), about a fifth less CPU for the harness on two cores (bench/RESULTS.md).
 NO_GPU_CUDA_ARCH = "75"
+NO_GPU_BUILD_TYPE = "Untimed"
 
 
 def build_for_this_machine(build: BuildConfig, gpus: list[str]) -> tuple[BuildConfig, str]:
-    """The build settings for grading here, and a line saying what was changed (or "").
-    Without a GPU, no probe is built or linked either (-DKIT_PROBES=OFF): only the sanitizer and
-    profiler tests run them, and those skip there."""
+    """The build settings for grading here, and a line saying what was changed (or "")."""
     if gpus:
         return build, ""
-    without_probes = replace(build, defines={**build.defines, "KIT_PROBES": "OFF"})
+    untimed = replace(
+        build,
+        defines={**build.defines, "KIT_PROBES": "OFF"},
+        build_type=NO_GPU_BUILD_TYPE if build.build_type == "Release" else build.build_type,
+    )
     if build.cuda_arch:
-        return without_probes, "no GPU here: the labs' probes (for GPU tests only) are not built"
-    return replace(without_probes, cuda_arch=NO_GPU_CUDA_ARCH), (
+        return untimed, "no GPU here: the labs' probes (for GPU tests only) are not built, nor optimised code"
+    return replace(untimed, cuda_arch=NO_GPU_CUDA_ARCH), (
         f"no GPU here: building for one CUDA architecture (sm_{NO_GPU_CUDA_ARCH}) instead of the "
-        "kit's list and without the labs' probes, since no GPU test can run; give --cuda-arch to "
-        "choose other architectures"
+        "kit's list, without the labs' probes and unoptimised, since no GPU test can run or be "
+        "timed; give --cuda-arch to choose other architectures"
     )
 
 

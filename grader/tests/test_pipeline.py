@@ -462,11 +462,13 @@ def test_every_command_has_help(command, capsys):
 
 
 def test_grading_without_a_gpu_builds_for_one_architecture_unless_told_otherwise():
-    from grader.pipeline.build import NO_GPU_CUDA_ARCH, BuildConfig, build_for_this_machine
+    from grader.pipeline.build import NO_GPU_BUILD_TYPE, NO_GPU_CUDA_ARCH, BuildConfig, build_for_this_machine
 
     build, note = build_for_this_machine(BuildConfig(), [])
     assert build.cuda_arch == NO_GPU_CUDA_ARCH and "no GPU here" in note
     assert build.defines["KIT_PROBES"] == "OFF"  # only GPU tests run them
+    assert build.build_type == NO_GPU_BUILD_TYPE  # nothing is timed
+    assert build_for_this_machine(BuildConfig(build_type="Debug"), [])[0].build_type == "Debug"  # asked for
     assert build_for_this_machine(BuildConfig(), ["0"]) == (BuildConfig(), "")  # the GPU's own
     given = BuildConfig(cuda_arch="90")
     build, note = build_for_this_machine(given, [])
@@ -476,16 +478,45 @@ def test_grading_without_a_gpu_builds_for_one_architecture_unless_told_otherwise
 
 @pytest.mark.parametrize("command", [["grade"], ["validate"], ["bench"]])
 def test_grade_validate_and_bench_build_alike_without_a_gpu(command, fake_kit, monkeypatch, capsys):
-    from grader.pipeline.build import NO_GPU_CUDA_ARCH
+    from grader.pipeline.build import NO_GPU_BUILD_TYPE, NO_GPU_CUDA_ARCH
 
     monkeypatch.setattr(grading, "visible_gpus", lambda: [])
     kit = fake_kit.kit
     options = grading.grade_options(kit, cli.build_parser().parse_args(command))
     assert options.build.cuda_arch == NO_GPU_CUDA_ARCH and options.build.defines["KIT_PROBES"] == "OFF"
+    assert options.build.build_type == NO_GPU_BUILD_TYPE
     assert "no GPU here" in capsys.readouterr().out
     monkeypatch.setattr(grading, "visible_gpus", lambda: ["0"])
     options = grading.grade_options(kit, cli.build_parser().parse_args(command))
     assert options.build.cuda_arch is None and "KIT_PROBES" not in options.build.defines
+    assert options.build.build_type == "Release"
+
+
+@pytest.mark.parametrize("gpus", [[], ["0"]])
+def test_check_and_submit_build_as_grading_does_here_in_the_folder_they_share(fake_kit, monkeypatch, gpus):
+    """A student's check and submit share build/student: built alike, neither rebuilds the other's,
+    and without a GPU both take the grader's policy (one architecture, no probes, Untimed)."""
+    from grader.pipeline.build import BuildConfig, build_for_this_machine
+
+    monkeypatch.setattr(grading, "visible_gpus", lambda: gpus)
+    seen: dict[str, BuildConfig] = {}
+
+    def fake_check(kit, lab, build_dir, build, run, slots):
+        seen["check"] = build
+        raise SystemExit(0)
+
+    def fake_pack(kit, lab, out, build_dir, build):
+        seen["submit"] = build
+        raise SystemExit(0)
+
+    monkeypatch.setattr(cli, "check_lab", fake_check)
+    monkeypatch.setattr(cli, "pack_lab", fake_pack)
+    for command in ("check", "submit"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--lab", "02", "--kit", str(fake_kit.root)])
+    expected = build_for_this_machine(BuildConfig(), gpus)[0]
+    assert seen["check"] == seen["submit"] == expected
+    assert (expected.build_type == "Release") is bool(gpus)
 
 
 def test_ctrl_c_in_a_stoppable_pool_kills_its_processes_and_skips_its_queued_work(tmp_path):
