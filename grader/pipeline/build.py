@@ -99,7 +99,10 @@ def build_for_this_machine(build: BuildConfig, gpus: list[str]) -> tuple[BuildCo
         build_type=NO_GPU_BUILD_TYPE if build.build_type == "Release" else build.build_type,
     )
     if build.cuda_arch:
-        return untimed, "no GPU here: the labs' probes (for GPU tests only) are not built, nor optimised code"
+        return (
+            untimed,
+            "no GPU here: the labs' probes (for GPU tests only) are left out, and the code unoptimised",
+        )
     return replace(untimed, cuda_arch=NO_GPU_CUDA_ARCH), (
         f"no GPU here: building for one CUDA architecture (sm_{NO_GPU_CUDA_ARCH}) instead of the "
         "kit's list, without the labs' probes and unoptimised, since no GPU test can run or be "

@@ -5,6 +5,7 @@ the tests themselves; then only the CPU tests must pass. KIT_TEST_CUDA_ARCH pick
 architecture to compile for (default: the GPU's, or 75 alone when there is none, to be quick).
 """
 
+import json
 import shutil
 
 import pytest
@@ -45,3 +46,8 @@ def test_lab02_reference_builds_runs_and_earns_every_point_that_can_run(tmp_path
     assert all(status == "skipped" for _, status, _, _ in not_passed), not_passed
     if not not_passed:
         assert lab_score.points == lab_score.max_points, [(t.name, t.reasons) for t in lab_score.tests]
+    # The student's file compiled as the build type says: -O3 in Release, where GPU tests are
+    # timed, -Og in Untimed, where there is no GPU (CMakeLists.txt); no flag at all would be -O0.
+    manifest = json.loads((real_harness.folder / "kit-manifests" / "lab02.json").read_text())
+    flag = {"Release": "-O3", "Untimed": "-Xcompiler=-Og"}[options.build.build_type or ""]
+    assert all(flag in entry["command"] for entry in manifest["compile"]), manifest["compile"]
