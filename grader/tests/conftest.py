@@ -258,9 +258,10 @@ def dedent(text: str) -> str:
 
 @dataclass(frozen=True)
 class RealHarness:
-    """Where the tests that grade with the real kit build its harness: one temporary folder for
-    the whole session, so that each lab's harness is built once, and never the checkout's
-    build/harness. `cuda_arch` is the one they all build for, since another would rebuild it."""
+    """Where the tests that grade with the real kit find its harness: one temporary folder for
+    the whole session, built once for REAL_HARNESS_LABS by the first test that asks (never the
+    checkout's build/harness), which the tests then only read (GradeOptions.harness_built).
+    `cuda_arch` is the one it is built for."""
 
     folder: Path
     cuda_arch: str | None
@@ -290,21 +291,46 @@ def _real_harness_setup(tmp_path_factory: pytest.TempPathFactory) -> RealHarness
     return RealHarness(folder, arch)
 
 
+# The labs the tests that grade with the real kit use: the shared harness is built for these.
+REAL_HARNESS_LABS = ("02", "06")
+
+
 @pytest.fixture
 def real_harness(_real_harness_setup: RealHarness) -> Iterator[RealHarness]:
-    """The shared harness, to one test at a time: under pytest-xdist (make test) the tests that
-    use it wait for each other, whichever process runs them, while the others go on."""
+    """The shared harness, built for REAL_HARNESS_LABS by the first test that asks, whichever
+    pytest-xdist process runs it, while the others wait. After that the tests only read it, and
+    without a GPU they grade side by side. With one, they take turns: graders side by side would
+    share the GPU, and a speed test's measuring window would not be its own."""
     import fcntl
 
-    with open(_real_harness_setup.folder.parent / "real-harness.lock", "w") as lock:
+    from grader.engine.schedule import visible_gpus
+    from grader.pipeline.harness import prepare_harness
+
+    skip_unless_the_real_kit_grades_here()
+    setup = _real_harness_setup
+    with open(setup.folder.parent / "real-harness.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        yield _real_harness_setup
+        built = setup.folder / "built-for-the-tests"
+        if not built.exists():
+            from grader.rubric import find_kit_root
+
+            kit = load_kit(find_kit_root())
+            labs = kit.select(list(REAL_HARNESS_LABS))
+            prepare_harness(kit, labs, setup.folder, setup.build(timeout=1200), RunConfig())
+            built.write_text(",".join(REAL_HARNESS_LABS) + "\n")
+        if visible_gpus():
+            yield setup
+            return
+    yield setup
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (make test), the hostile corpus, the longest test, starts first and the
-    other tests of the shared harness come last, when it is likely free: a process waiting for
-    the harness runs nothing meanwhile. In one process the order changes nothing that matters."""
+    """Under pytest-xdist (make test), the hostile corpus's halves, the longest tests, start
+    first, each in a process of its own: the Makefile has pytest-xdist send each process two
+    tests to start with and one at a time after that (--maxschedchunk 1), so the halves go two
+    places apart, each followed by a short test. The other tests of the shared harness come last,
+    when it is built (and, with a GPU, likely free). In one process the order changes nothing
+    that matters."""
 
     def turn(item: pytest.Item) -> int:
         if "real_harness" not in getattr(item, "fixturenames", ()):
@@ -312,6 +338,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return 0 if item.nodeid.startswith("grader/tests/test_hostile.py") else 2
 
     items.sort(key=turn)
+    longest = [item for item in items if turn(item) == 0]
+    rest = [item for item in items if turn(item) != 0]
+    ordered: list[pytest.Item] = []
+    for item in longest:
+        ordered += [item, *rest[:1]]
+        rest = rest[1:]
+    items[:] = ordered + rest
 
 
 def skip_unless_the_real_kit_grades_here(*tools: str, sandbox: bool = True) -> None:

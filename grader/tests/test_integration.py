@@ -36,6 +36,7 @@ def test_lab02_reference_builds_runs_and_earns_every_point_that_can_run(tmp_path
         run=RunConfig(timeout=300),
         work_root=tmp_path,
         harness_dir=real_harness.folder,
+        harness_built=True,
     )
     score = grade_submission(kit, submission, options)
 

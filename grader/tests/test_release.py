@@ -140,6 +140,7 @@ def test_a_zip_from_submit_grades_exactly_as_the_same_files_in_a_folder(unpacked
         run=RunConfig(timeout=30),
         work_root=tmp_path / "work",
         harness_dir=real_harness.folder,
+        harness_built=True,
     )
     entries = find_submissions([tmp_path / "class"], [])
     scores = {s.student_id: s for s in grade_class(KIT, entries, options, tmp_path / "out", QuietProgress())}
