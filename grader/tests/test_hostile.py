@@ -771,6 +771,7 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
     labs = kit.select(["02", "06"])
     reference = reference_files(kit, labs)
     klass = tmp_path / "class"
+    klass.mkdir()
     if half == 0:
         write_folder(klass / "control", reference)
     on_gpu = bool(visible_gpus())
