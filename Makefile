@@ -45,7 +45,7 @@ GENERATOR = $(if $(shell command -v ninja),-G Ninja,)
 labs_arg = $(if $(LABS),--labs $(LABS),)
 # make test's pytest in up to four processes where pytest-xdist is installed (setup-dev installs
 # it): much of the suite waits on processes it starts, and the tests that share the real kit's
-# harness take turns at it where there is a GPU (grader/tests/conftest.py). A process is sent one
+# harness take turns at the GPU where there is one (grader/tests/conftest.py). A process is sent one
 # test at a time past its first two (--maxschedchunk 1), so that none holds a queue of tests
 # behind a long one while the others run out. Elsewhere in one process.
 pytest_workers = $(shell $(PY) -c 'import os, xdist; print(f"-n {min(os.cpu_count() or 1, 4)} --maxschedchunk 1")' 2>/dev/null)

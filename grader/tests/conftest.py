@@ -12,6 +12,7 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -276,6 +277,22 @@ class RealHarness:
         settings = BuildConfig(cuda_arch=self.cuda_arch, timeout=timeout)
         return build_for_this_machine(settings, visible_gpus())[0]
 
+    @contextmanager
+    def gpu_turn(self) -> Iterator[None]:
+        """Where there is a GPU, one test at a time grades on it inside this, whichever
+        pytest-xdist process runs it: graders side by side would share the GPU, and a speed
+        test's measuring window would not be its own. Without a GPU it waits for nothing."""
+        import fcntl
+
+        from grader.engine.schedule import visible_gpus
+
+        if not visible_gpus():
+            yield
+            return
+        with open(self.folder.parent / "real-harness-gpu.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
 
 @pytest.fixture(scope="session")
 def _real_harness_setup(tmp_path_factory: pytest.TempPathFactory) -> RealHarness:
@@ -296,15 +313,14 @@ REAL_HARNESS_LABS = ("02", "06")
 
 
 @pytest.fixture
-def real_harness(_real_harness_setup: RealHarness) -> Iterator[RealHarness]:
+def real_harness(_real_harness_setup: RealHarness) -> RealHarness:
     """The shared harness, built for REAL_HARNESS_LABS by the first test that asks, whichever
-    pytest-xdist process runs it, while the others wait. After that the tests only read it, and
-    without a GPU they grade side by side. With one, they take turns: graders side by side would
-    share the GPU, and a speed test's measuring window would not be its own."""
+    pytest-xdist process runs it, while the others wait; after that the tests only read it.
+    A test grades on the GPU inside `gpu_turn()`."""
     import fcntl
 
-    from grader.engine.schedule import visible_gpus
     from grader.pipeline.harness import prepare_harness
+    from grader.rubric import find_kit_root
 
     skip_unless_the_real_kit_grades_here()
     setup = _real_harness_setup
@@ -312,16 +328,11 @@ def real_harness(_real_harness_setup: RealHarness) -> Iterator[RealHarness]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         built = setup.folder / "built-for-the-tests"
         if not built.exists():
-            from grader.rubric import find_kit_root
-
             kit = load_kit(find_kit_root())
             labs = kit.select(list(REAL_HARNESS_LABS))
             prepare_harness(kit, labs, setup.folder, setup.build(timeout=1200), RunConfig())
             built.write_text(",".join(REAL_HARNESS_LABS) + "\n")
-        if visible_gpus():
-            yield setup
-            return
-    yield setup
+    return setup
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -329,8 +340,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     first, each in a process of its own: the Makefile has pytest-xdist send each process two
     tests to start with and one at a time after that (--maxschedchunk 1), so the halves go two
     places apart, each followed by a short test. The other tests of the shared harness come last,
-    when it is built (and, with a GPU, likely free). In one process the order changes nothing
-    that matters."""
+    when it is built (and, with a GPU, its turns likely free). In one process the order changes
+    nothing that matters."""
 
     def turn(item: pytest.Item) -> int:
         if "real_harness" not in getattr(item, "fixturenames", ()):

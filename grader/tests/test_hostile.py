@@ -9,6 +9,7 @@ what student code does when it runs. Without a GPU, lab 02's GPU tests skip them
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -811,7 +812,11 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
     scores: dict[str, SubmissionScore] = {}
     out_of: dict[str, Path] = {}  # each student's part's output folder
     for part_out, part_entries, part_options, hidden in parts:
-        with pytest.MonkeyPatch.context() as patch:
+        # The part graded on the GPU takes its turn at it; the hidden one runs beside anything.
+        with (
+            pytest.MonkeyPatch.context() as patch,
+            contextlib.nullcontext() if hidden else real_harness.gpu_turn(),
+        ):
             if hidden:
                 # No lane is not enough: a process on a CPU slot still sees the machine's GPUs
                 # (the sandbox shows a lane's process its own alone, and the others every one).

@@ -38,7 +38,8 @@ def test_lab02_reference_builds_runs_and_earns_every_point_that_can_run(tmp_path
         harness_dir=real_harness.folder,
         harness_built=True,
     )
-    score = grade_submission(kit, submission, options)
+    with real_harness.gpu_turn():
+        score = grade_submission(kit, submission, options)
 
     assert score.error is None, score.error
     lab_score = score.labs[0]

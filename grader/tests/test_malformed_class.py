@@ -133,22 +133,23 @@ def test_a_class_of_malformed_uploads_costs_only_themselves_through_make_grade(t
     klass, out = tmp_path / "class", tmp_path / "out"
     expected = make_class(klass, reference, skeleton)
     try:
-        done = subprocess.run(
-            [
-                "make",
-                "--no-print-directory",
-                "grade",
-                f"SUBMISSIONS={klass}",
-                f"OUT={out}",
-                "LABS=06",
-                f"HARNESS={real_harness.folder}",
-            ],
-            cwd=KIT_ROOT,
-            capture_output=True,
-            text=True,
-            errors="surrogateescape",
-            timeout=600,
-        )
+        with real_harness.gpu_turn():  # lab 06 has GPU tests
+            done = subprocess.run(
+                [
+                    "make",
+                    "--no-print-directory",
+                    "grade",
+                    f"SUBMISSIONS={klass}",
+                    f"OUT={out}",
+                    "LABS=06",
+                    f"HARNESS={real_harness.folder}",
+                ],
+                cwd=KIT_ROOT,
+                capture_output=True,
+                text=True,
+                errors="surrogateescape",
+                timeout=600,
+            )
     finally:
         remove_deep_folder(klass / "deep")
     said = done.stdout + done.stderr

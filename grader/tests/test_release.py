@@ -143,7 +143,10 @@ def test_a_zip_from_submit_grades_exactly_as_the_same_files_in_a_folder(unpacked
         harness_built=True,
     )
     entries = find_submissions([tmp_path / "class"], [])
-    scores = {s.student_id: s for s in grade_class(KIT, entries, options, tmp_path / "out", QuietProgress())}
+    with real_harness.gpu_turn():
+        scores = {
+            s.student_id: s for s in grade_class(KIT, entries, options, tmp_path / "out", QuietProgress())
+        }
     zipped, plain = scores[packed.zip_path.stem], scores["folder"]
     assert zipped.error is None and plain.error is None
     by_test = [{t.name: (t.status, t.points) for t in score.labs[0].tests} for score in (zipped, plain)]
