@@ -43,12 +43,14 @@ export PATH := $(PATH):/usr/local/cuda/bin
 PY = $(shell cat $(BUILD)/.kit-python 2>/dev/null || echo python3)
 GENERATOR = $(if $(shell command -v ninja),-G Ninja,)
 labs_arg = $(if $(LABS),--labs $(LABS),)
-# make test's pytest in up to four processes where pytest-xdist is installed (setup-dev installs
-# it): much of the suite waits on processes it starts, and the tests that share the real kit's
-# harness take turns at the GPU where there is one (grader/tests/conftest.py). A process is sent one
-# test at a time past its first two (--maxschedchunk 1), so that none holds a queue of tests
-# behind a long one while the others run out. Elsewhere in one process.
-pytest_workers = $(shell $(PY) -c 'import os, xdist; print(f"-n {min(os.cpu_count() or 1, 4)} --maxschedchunk 1")' 2>/dev/null)
+# make test's pytest in one process more than the CPUs, up to four, where pytest-xdist is
+# installed (setup-dev installs it): much of the suite waits on processes it starts (on two
+# cores, three processes took 290 s against 322 s for two, one after the other;
+# bench/RESULTS.md), and the tests that share the real kit's harness take turns at the GPU
+# where there is one (grader/tests/conftest.py). A process is sent one test at a time past its
+# first two (--maxschedchunk 1), so that none holds a queue of tests behind a long one while
+# the others run out. Elsewhere in one process.
+pytest_workers = $(shell $(PY) -c 'import os, xdist; print(f"-n {min((os.cpu_count() or 1) + 1, 4)} --maxschedchunk 1")' 2>/dev/null)
 out_arg = $(if $(OUT),--out $(OUT),)
 harness_arg = $(if $(HARNESS),--harness-dir $(HARNESS),)
 submission_arg = $(if $(SUBMISSION),--submission $(SUBMISSION),)
