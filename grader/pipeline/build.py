@@ -76,8 +76,8 @@ class BuildResult:
     duration: float = 0.0  # seconds of compiling and linking this submission's files
 
 
-# What grading builds on a machine without a GPU (grade, validate, bench and check alike: the one
-# place the policy is stated). No GPU test can run there, so the scores are incomplete anyway and
+# What grading builds on a machine without a GPU (grade, validate, bench, check and submit alike:
+# the one place the policy is stated). No GPU test can run there, so the scores are incomplete anyway and
 # nothing is timed:
 # - one architecture when no --cuda-arch is given (the oldest of the kit's list, whose PTX any
 #   newer GPU can run) instead of the kit's seven, which made every compile about seven times

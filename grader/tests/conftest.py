@@ -257,6 +257,16 @@ def dedent(text: str) -> str:
     return textwrap.dedent(text)
 
 
+@contextmanager
+def exclusive(lock_path: Path) -> Iterator[None]:
+    """Holds `lock_path`'s lock, which every pytest-xdist process of the session shares."""
+    import fcntl
+
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 @dataclass(frozen=True)
 class RealHarness:
     """Where the tests that grade with the real kit find its harness: one temporary folder for
@@ -282,15 +292,12 @@ class RealHarness:
         """Where there is a GPU, one test at a time grades on it inside this, whichever
         pytest-xdist process runs it: graders side by side would share the GPU, and a speed
         test's measuring window would not be its own. Without a GPU it waits for nothing."""
-        import fcntl
-
         from grader.engine.schedule import visible_gpus
 
         if not visible_gpus():
             yield
             return
-        with open(self.folder.parent / "real-harness-gpu.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with exclusive(self.folder.parent / "real-harness-gpu.lock"):
             yield
 
 
@@ -317,15 +324,12 @@ def real_harness(_real_harness_setup: RealHarness) -> RealHarness:
     """The shared harness, built for REAL_HARNESS_LABS by the first test that asks, whichever
     pytest-xdist process runs it, while the others wait; after that the tests only read it.
     A test grades on the GPU inside `gpu_turn()`."""
-    import fcntl
-
     from grader.pipeline.harness import prepare_harness
     from grader.rubric import find_kit_root
 
     skip_unless_the_real_kit_grades_here()
     setup = _real_harness_setup
-    with open(setup.folder.parent / "real-harness.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive(setup.folder.parent / "real-harness.lock"):
         built = setup.folder / "built-for-the-tests"
         if not built.exists():
             kit = load_kit(find_kit_root())
