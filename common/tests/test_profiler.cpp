@@ -1,6 +1,7 @@
 // Reading Nsight Compute's report (kit/profiler.hpp) and the count a tiled kernel must reach
 // (kit/locality.hpp), on hand-made ncu output: no GPU and no ncu needed.
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 #include <cstdlib>
 #include <string>
 
@@ -145,4 +146,24 @@ TEST_CASE("a tool run confined writes its temporary files in the view's own /tmp
   }
   CHECK(r.exit_code == 0);
   CHECK(r.output == "/tmp /tmp\nwritable\n");
+}
+
+TEST_CASE("tests that share a run of Nsight Compute ask for it with the same command", "[common]") {
+  const std::string launch = "launch__shared_mem_per_block_dynamic";
+  const std::string loads = kit::profiler::kGlobalLoads;
+  const std::string one = kit::profiler::profile_command("ncu", {launch, loads}, "probe", "sizes");
+  CHECK(one == kit::profiler::profile_command("ncu", {loads, launch, loads}, "probe", "sizes"));
+  CHECK_THAT(one, Catch::Matchers::ContainsSubstring(" --metrics " + launch + "," + loads + " "));
+  CHECK(one != kit::profiler::profile_command("ncu", {launch}, "probe", "sizes"));
+  CHECK(one != kit::profiler::profile_command("ncu", {launch, loads}, "probe", "sizes loads-16"));
+}
+
+TEST_CASE("profiler counts the trials found right before the first one found wrong", "[common]") {
+  // The probe runs every trial (kit::probe::main), so a right one may come after a wrong one.
+  kit::profiler::Profile p;
+  p.run.output = "kit-probe-result: right\nkit-probe-result: wrong\nkit-probe-result: right\n";
+  CHECK(p.results_right() == 1);
+  CHECK(p.result_wrong());
+  p.run.output = "kit-probe-result: wrong\nkit-probe-result: right\n";
+  CHECK(p.results_right() == 0);
 }

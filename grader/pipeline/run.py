@@ -67,9 +67,10 @@ TEST_ENV = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
 # the lab, not once a test, and making them is what bounds a GPU's rate of tests. The judge stops
 # before each case while its GPU is emptied for another process's measurement
 # (Scheduler.checkpoint), so a window waits for a case, not for the whole process. A test that
-# runs a sanitizer or a profiler over the student's code, asks for a measuring window, or counts
-# what the student's worker holds keeps a process of its own, so that none counts what an
-# earlier case left (the kit's tag rule, grader/tests/test_kit_rubrics.py). Without the stops,
+# runs a sanitizer over the student's code, asks for a measuring window, or counts what the
+# student's worker holds keeps a process of its own, so that none counts what an earlier case
+# left (the kit's tag rule, grader/tests/test_kit_rubrics.py). A count of Nsight Compute asks
+# for its profiling turn mid-case and may share. Without the stops,
 # eight to a process graded slower than each test alone (bench/RESULTS.md, "Tests per process").
 TESTS_PER_JUDGE = 0  # 0: every shareable test of the lab in one process
 ALONE_TAG = "alone"

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -49,13 +50,21 @@ inline std::string count_text(double value) {
 
 }  // namespace detail
 
+// Another test's part of the same Nsight Compute run (kit::profiler::profile): the probe's
+// modes it runs before this test's trials, and the metrics it counts.
+struct SharedProfile {
+  std::vector<std::string> modes_before;
+  std::vector<std::string> metrics;
+};
+
 // The whole test: each trial's count over a tiled kernel's at the probe's width
 // (kit::probe::kCountedMatmulWidth); the worst one is the metric. Skips with the reason where
 // ncu is missing or may not read the counters; fails when the kernel's result is wrong or no
 // kernel ran.
 inline void check_tiled_global_loads(const std::string& probe, const std::string& cuda_bin_dir,
                                      const std::vector<LoadCountTrial>& trials,
-                                     const LoadCountLesson& lesson) {
+                                     const LoadCountLesson& lesson,
+                                     const SharedProfile& shared = {}) {
   const int width = probe::kCountedMatmulWidth;
   const std::string ncu = profiler::find_ncu(cuda_bin_dir);
   if (ncu.empty()) {
@@ -69,8 +78,10 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
   // counts do not depend on other processes, but two profilers at once collide), and marks
   // where each trial ends.
   std::string modes;
+  for (const std::string& mode : shared.modes_before) modes += (modes.empty() ? "" : " ") + mode;
   for (const LoadCountTrial& trial : trials) modes += (modes.empty() ? "" : " ") + trial.probe_mode;
-  const profiler::Profile p = profiler::profile(ncu, profiler::kGlobalLoads, probe, modes);
+  const profiler::Profile p =
+      profiler::profile(ncu, profiler::kGlobalLoads, probe, modes, shared.metrics);
   CAPTURE(p.run.command, p.run.exit_code);
   if (p.permission_denied()) {
     SKIP(
@@ -78,7 +89,7 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
         "(ERR_NVGPUCTRPERM: an administrator must allow it, "
         "https://developer.nvidia.com/ERR_NVGPUCTRPERM), so global loads cannot be counted");
   }
-  // The probe stops at the first trial whose P is wrong; the ones before it were right.
+  // The probe runs every trial; those before the first whose P is wrong were right.
   const std::size_t right = static_cast<std::size_t>(p.results_right());
   if (p.result_wrong()) {
     FAIL(lesson.kernel << " at TILE_WIDTH " << trials[std::min(right, trials.size() - 1)].tile
@@ -88,7 +99,10 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
                        << "hint: make the correctness tests pass first; this test counts the "
                           "loads only of a kernel that computes P.");
   }
-  const std::vector<std::vector<profiler::KernelCount>> per_trial = p.trials();
+  std::vector<std::vector<profiler::KernelCount>> per_trial = p.trials();
+  // The other test's trials come first (they check no result, so `right` counts only these).
+  const std::size_t skipped = std::min(shared.modes_before.size(), per_trial.size());
+  per_trial.erase(per_trial.begin(), per_trial.begin() + static_cast<std::ptrdiff_t>(skipped));
   if (right < trials.size() || per_trial.size() != trials.size()) {
     if (p.kernels.empty() || right < trials.size()) {
       const std::string why = profiler::unusable_reason(ncu, profiler::kGlobalLoads, probe);

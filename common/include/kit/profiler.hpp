@@ -5,8 +5,10 @@
 
 #include <glob.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -45,8 +47,19 @@ struct Profile {
   // or wrong; neither when the probe did not get that far.
   bool result_right() const { return has_line(probe::kResultRight); }
   bool result_wrong() const { return has_line(probe::kResultWrong); }
-  // How many trials the probe found right, when it ran several (kit::probe::main).
-  int results_right() const { return count_lines(probe::kResultRight); }
+  // How many trials the probe found right before the first it found wrong, when it ran several
+  // (kit::probe::main runs every trial, so a right one may follow a wrong one): the index of the
+  // first wrong trial among those that check a result.
+  int results_right() const {
+    std::istringstream in(run.output);
+    std::string l;
+    int right = 0;
+    while (std::getline(in, l)) {
+      if (l == probe::kResultWrong) break;
+      if (l == probe::kResultRight) ++right;
+    }
+    return right;
+  }
 
   // With several probe modes in one run, the kernels of each trial in order: the probe launches
   // its trial-end kernel after each one, and ncu profiles that like any other. Kernels after the
@@ -75,15 +88,13 @@ struct Profile {
     return (bare.rfind("kit::", 0) == 0 || bare.rfind("_ZN3kit", 0) == 0) &&
            bare.find("trial_end") != std::string::npos;
   }
-  bool has_line(const std::string& line) const { return count_lines(line) > 0; }
-  int count_lines(const std::string& line) const {
+  bool has_line(const std::string& line) const {
     std::istringstream in(run.output);
     std::string l;
-    int found = 0;
     while (std::getline(in, l)) {
-      if (l == line) ++found;
+      if (l == line) return true;
     }
-    return found;
+    return false;
   }
 };
 
@@ -171,24 +182,52 @@ inline std::vector<KernelCount> parse_csv(const std::string& output, const std::
   return counts;
 }
 
-// Runs the probe in mode `probe_args` under ncu, which counts `metric` for every kernel it
-// launches. The counts are exact whatever the clock and the caches, so ncu is told to leave both
-// alone: it changes no setting of the GPU, and needs no right to.
+// The command that runs the probe in mode(s) `probe_args` under ncu, counting every metric of
+// `metrics` (in a fixed order, so that tests asking for the same run ask with the same command).
+// The counts are exact whatever the clock and the caches, so ncu is told to leave both alone:
+// it changes no setting of the GPU, and needs no right to.
+inline std::string profile_command(const std::string& ncu, std::vector<std::string> metrics,
+                                   const std::string& probe, const std::string& probe_args) {
+  std::sort(metrics.begin(), metrics.end());
+  metrics.erase(std::unique(metrics.begin(), metrics.end()), metrics.end());
+  std::string joined;
+  for (const std::string& m : metrics) joined += (joined.empty() ? "" : ",") + m;
+  return sanitizer::shell_quote(ncu) + " --metrics " + joined +
+         " --csv --print-units base --clock-control none --cache-control none"
+         " --print-kernel-base mangled " +
+         sanitizer::shell_quote(probe) + " " + probe_args;
+}
+
+// Runs the probe in mode(s) `probe_args` under ncu, which counts `metric`, and every metric of
+// `shared_with` too, for every kernel it launches; the Profile holds `metric`'s counts.
+//
+// ncu's start takes most of a run's seconds, and a GPU has one profiling process at a time, so
+// tests that need counts of the same probe ask for one run between them (the same modes, every
+// metric any of them reads): the run is kept for the rest of the process, and a test after the
+// first in a shared judge reads it instead of running ncu again. The counts are exact, so a test
+// run alone gets the same ones. Only a run that finished cleanly is kept.
 //
 // Two processes profiling one GPU at once fail each other ("a driver resource was unavailable"):
 // the kit's probes hold the GPU to themselves while profiled, but a profiler outside the grader's
 // control can still collide, so such a run is tried again, up to three times in all, before its
 // output is judged. It is never the student's doing.
 inline Profile profile(const std::string& ncu, const std::string& metric, const std::string& probe,
-                       const std::string& probe_args) {
+                       const std::string& probe_args,
+                       const std::vector<std::string>& shared_with = {}) {
+  std::vector<std::string> metrics = shared_with;
+  metrics.push_back(metric);
+  const std::string command = profile_command(ncu, metrics, probe, probe_args);
+  static std::map<std::string, sanitizer::Run> finished;  // this process's clean runs
   Profile p;
-  for (int attempt = 1; attempt <= 3; ++attempt) {
-    p.run = sanitizer::run_command(sanitizer::shell_quote(ncu) + " --metrics " + metric +
-                                   " --csv --print-units base --clock-control none"
-                                   " --cache-control none --print-kernel-base mangled " +
-                                   sanitizer::shell_quote(probe) + " " + probe_args);
-    if (p.run.output.find("driver resource was unavailable") == std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::seconds(2 * attempt));
+  if (const auto kept = finished.find(command); kept != finished.end()) {
+    p.run = kept->second;
+  } else {
+    for (int attempt = 1; attempt <= 3; ++attempt) {
+      p.run = sanitizer::run_command(command);
+      if (p.run.output.find("driver resource was unavailable") == std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::seconds(2 * attempt));
+    }
+    if (p.run.exit_code == 0) finished.emplace(command, p.run);
   }
   p.kernels = parse_csv(p.run.output, metric);
   return p;
