@@ -171,6 +171,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the build folder of the kit, built once for the run and kept for the next "
         "(default: build/harness in the kit)",
     )
+    grade.add_argument(
+        "--harness-built",
+        action="store_true",
+        help="with --harness-dir: the harness there is built already (by an earlier run), and "
+        "this run only reads it, configuring and building nothing, so that several runs can grade "
+        "beside each other against one harness",
+    )
     _add_limits(grade)
     _add_grouping(grade)
     add_slurm_options(grade)

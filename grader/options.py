@@ -64,8 +64,27 @@ def grade_options(kit: Kit, args: argparse.Namespace, for_nodes: bool = False) -
         gpu_slots=args.gpu_slots,
         regrade=getattr(args, "regrade", False),
         harness_dir=Path(args.harness_dir).resolve() if getattr(args, "harness_dir", None) else None,
+        harness_built=harness_built(args),
         confine=not getattr(args, "unconfined", False),
     )
+
+
+def harness_built(args: argparse.Namespace) -> bool:
+    """Whether `--harness-built` says the harness in `--harness-dir` is built already; an error
+    when that folder holds no configured build, which only a run without the flag makes."""
+    if not getattr(args, "harness_built", False):
+        return False
+    if not getattr(args, "harness_dir", None):
+        raise GraderError(
+            "--harness-built says the harness in --harness-dir is built: give --harness-dir DIR too"
+        )
+    folder = Path(args.harness_dir)
+    if not (folder / "CMakeCache.txt").is_file():
+        raise GraderError(
+            f"--harness-built: {folder} holds no built harness (no CMakeCache.txt); grade once "
+            "without --harness-built to build it there, or drop the flag"
+        )
+    return True
 
 
 def gradebook_request(args: argparse.Namespace, labs: list[Lab]) -> GradebookRequest | None:

@@ -143,6 +143,7 @@ def test_a_class_of_malformed_uploads_costs_only_themselves_through_make_grade(t
                     f"OUT={out}",
                     "LABS=06",
                     f"HARNESS={real_harness.folder}",
+                    "HARNESS_BUILT=1",  # the other tests read it meanwhile: never reconfigure it
                 ],
                 cwd=KIT_ROOT,
                 capture_output=True,

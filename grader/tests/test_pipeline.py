@@ -653,3 +653,33 @@ def test_reports_come_out_in_the_order_the_submissions_were_taken_up(fake_kit, t
     assert sorted(finished) == students and finished[0] in ("s0", "s1") and finished[-1] in ("s2", "s3"), (
         finished
     )
+
+
+def test_a_run_told_the_harness_is_built_only_reads_it(fake_kit, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(grading, "configs", lambda args: (fake_kit.options().build, fake_kit.options().run))
+    kit = ["--kit", str(fake_kit.root), "--labs", "02"]
+    harness = tmp_path / "harness"
+    assert cli.main(["grade", *kit, "--harness-built", "--out", str(tmp_path / "a")]) == 2
+    assert "give --harness-dir DIR too" in capsys.readouterr().err
+    assert (
+        cli.main(
+            ["grade", *kit, "--harness-dir", str(harness), "--harness-built", "--out", str(tmp_path / "a")]
+        )
+        == 2
+    )
+    assert "holds no built harness" in capsys.readouterr().err
+
+    assert cli.main(["grade", *kit, "--harness-dir", str(harness), "--out", str(tmp_path / "a")]) == 0
+    before = {path: path.stat().st_mtime_ns for path in harness.rglob("*")}
+    assert (
+        cli.main(
+            ["grade", *kit, "--harness-dir", str(harness), "--harness-built", "--out", str(tmp_path / "b")]
+        )
+        == 0
+    )
+    assert {path: path.stat().st_mtime_ns for path in harness.rglob("*")} == before  # nothing rebuilt
+    first, second = (
+        (tmp_path / "a" / "gradebook.csv").read_text(),
+        (tmp_path / "b" / "gradebook.csv").read_text(),
+    )
+    assert first == second and "reference" in second
