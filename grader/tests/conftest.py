@@ -339,27 +339,44 @@ def real_harness(_real_harness_setup: RealHarness) -> RealHarness:
     return setup
 
 
+# The tests that take longest apart from the hostile corpus, in the order they should start: the
+# two that build a kit of their own (most of a minute of CPU each), then those that mostly wait
+# (Slurm's daemons, Chromium), so that their waiting overlaps the building instead of ending the
+# run. Matched by the start of their node id.
+LONG_FIRST = (
+    "grader/tests/test_new_lab.py::test_a_lab_added_by_the_steps_alone",
+    "grader/tests/test_release.py::test_a_student_builds_checks_and_submits",
+    "grader/tests/test_slurm.py::",
+    "grader/tests/test_pages.py::",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (make test), the hostile corpus's halves, the longest tests, start
     first, each in a process of its own: the Makefile has pytest-xdist send each process two
     tests to start with and one at a time after that (--maxschedchunk 1), so the halves go two
-    places apart, each followed by a short test. The other tests of the shared harness come last,
-    when it is built (and, with a GPU, its turns likely free). In one process the order changes
-    nothing that matters."""
+    places apart, each followed by a short test. The LONG_FIRST tests follow, so that the third
+    process starts with them. The other tests of the shared harness come last, when it is built
+    (and, with a GPU, its turns likely free). In one process the order changes nothing that
+    matters."""
 
-    def turn(item: pytest.Item) -> int:
-        if "real_harness" not in getattr(item, "fixturenames", ()):
-            return 1
-        return 0 if item.nodeid.startswith("grader/tests/test_hostile.py") else 2
+    def turn(item: pytest.Item) -> float:
+        if "real_harness" in getattr(item, "fixturenames", ()):
+            return 0 if item.nodeid.startswith("grader/tests/test_hostile.py") else 3
+        for rank, prefix in enumerate(LONG_FIRST):
+            if item.nodeid.startswith(prefix):
+                return 1 + rank / len(LONG_FIRST)
+        return 2
 
     items.sort(key=turn)
     longest = [item for item in items if turn(item) == 0]
-    rest = [item for item in items if turn(item) != 0]
+    short = [item for item in items if turn(item) == 2]
     ordered: list[pytest.Item] = []
     for item in longest:
-        ordered += [item, *rest[:1]]
-        rest = rest[1:]
-    items[:] = ordered + rest
+        ordered += [item, *short[:1]]
+        short = short[1:]
+    taken = set(map(id, ordered))
+    items[:] = ordered + [item for item in items if id(item) not in taken]
 
 
 def skip_unless_the_real_kit_grades_here(*tools: str, sandbox: bool = True) -> None:

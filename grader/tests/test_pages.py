@@ -81,8 +81,11 @@ def _parse(path: Path) -> _Links:
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory):
+    """The pages without their PDFs: the tests that read only the HTML do not wait for
+    Chromium to print six PDFs, which each pytest-xdist process that runs one of them would
+    do again (a module's fixture is made once per process)."""
     out = tmp_path_factory.mktemp("kit") / "pages"  # pages/ in a kit-shaped folder
-    return out, render_pages(KIT, out, pdf=find_chromium() is not None)
+    return out, render_pages(KIT, out, pdf=False)
 
 
 def _kept(name: str) -> Path | None:
@@ -150,13 +153,17 @@ def test_every_page_loads_its_images_and_fits_the_window_in_chromium(rendered, w
             assert kept.is_file() and kept.stat().st_size > 10_000
 
 
-def test_every_lab_has_a_pdf_whose_pages_show_its_title_and_its_code(rendered, tmp_path):
+def test_every_lab_has_a_pdf_whose_pages_show_its_title_and_its_code(tmp_path_factory, tmp_path):
     if find_chromium() is None:
         pytest.skip("Chromium is not installed (apt-get install chromium)")
     if shutil.which("pdftoppm") is None or shutil.which("pdftotext") is None:
         pytest.skip("poppler-utils is not installed (apt-get install poppler-utils)")
-    _, result = rendered
+    out = tmp_path_factory.mktemp("kit") / "pages"
+    result = render_pages(KIT, out, pdf=True)
     assert len(result.pdf) == len(KIT.labs)
+    index = _parse(out / "index.html")
+    pdf_links = [link for link in index.links if link.endswith(".pdf")]
+    assert sorted(pdf_links) == sorted(pdf.name for pdf in result.pdf), "the index links each lab's PDF"
     for lab, pdf in zip(KIT.labs, sorted(result.pdf), strict=True):
         images = tmp_path / lab.slug
         images.mkdir()

@@ -2,7 +2,6 @@
 """A stand-in for nvcc -c SRC -o OBJ: the object is the source itself; a FAKE-COMPILE-ERROR line
 fails the compile with nvcc's kind of message, naming the file as it was given."""
 
-import shutil
 import sys
 
 args = sys.argv[1:]
@@ -18,4 +17,5 @@ for number, line in enumerate(lines, start=1):
         import time
 
         time.sleep(60)
-shutil.copy(source, output)
+with open(source, "rb") as given, open(output, "wb") as made:  # no shutil: a start costs less
+    made.write(given.read())

@@ -5,29 +5,37 @@ inputs (the objects, which fake_cc.py made copies of the sources)."""
 
 import json
 import os
-import shutil
 import sys
-from pathlib import Path
 
-HERE = Path(os.path.realpath(__file__)).parent
+# os and open only (no pathlib or shutil): the fakes start hundreds of times a test run.
+HERE = os.path.dirname(os.path.realpath(__file__))
 args = sys.argv[1:]
-spec = json.loads(Path(args[args.index("--spec") + 1]).read_text())[args[args.index("--target") + 1]]
-output = Path(args[args.index("-o") + 1])
+
+
+def read(path: str) -> str:
+    with open(path) as handle:
+        return handle.read()
+
+
+spec = json.loads(read(args[args.index("--spec") + 1]))[args[args.index("--target") + 1]]
+output = args[args.index("-o") + 1]
 skip = {args.index("--spec"), args.index("--spec") + 1, args.index("--target"), args.index("--target") + 1}
 skip |= {args.index("-o"), args.index("-o") + 1}
-inputs = [Path(arg) for index, arg in enumerate(args) if index not in skip]
+inputs = [arg for index, arg in enumerate(args) if index not in skip]
 tests = [dict(test) for test in spec["tests"]]
 for path in inputs:
-    for line in path.read_text().splitlines():
+    for line in read(path).splitlines():
         if "FAKE-LINK-ERROR" in line:
-            print(f"/usr/bin/ld: {path.name}: undefined reference to `demo_kernel'")
+            print(f"/usr/bin/ld: {os.path.basename(path)}: undefined reference to `demo_kernel'")
             sys.exit(1)
         if "FAKE-OUTCOME:" in line:
             behaviour, _, name = line.split("FAKE-OUTCOME:", 1)[1].partition("|")
             for test in tests:
                 if test["name"] == name.strip():
                     test["behaviour"] = behaviour.strip().replace("\\n", "\n")
-output.parent.mkdir(parents=True, exist_ok=True)
-shutil.copy(HERE / "fake_catch2.py", output)
-output.chmod(0o755)
-Path(f"{output}.json").write_text(json.dumps({"tests": tests}))
+os.makedirs(os.path.dirname(output) or ".", exist_ok=True)
+with open(output, "w") as made:
+    made.write(read(os.path.join(HERE, "fake_catch2.py")))
+os.chmod(output, 0o755)
+with open(f"{output}.json", "w") as made:
+    made.write(json.dumps({"tests": tests}))
