@@ -4,15 +4,12 @@
 #include <stdexcept>
 
 #include "kit/poison.hpp"
+#include "kit/term_map.hpp"
 
 namespace kit {
 namespace {
 
 constexpr float kDigits = 16777216.0f;  // 4^12: every digit pattern lies below it
-
-std::string range(int from, int to) {  // inclusive
-  return from == to ? std::to_string(from) : std::to_string(from) + " to " + std::to_string(to);
-}
 
 // The elements group g took, as "e0 to e1" when they are one run, else a count and the first.
 std::string taken(const SumMap& map, int g) {
@@ -25,7 +22,7 @@ std::string taken(const SumMap& map, int g) {
     last = e, ++count;
   }
   if (count == 0) return "no element";
-  if (contiguous) return "elements " + range(first, last);
+  if (contiguous) return "elements " + index_range(first, last);
   return std::to_string(count) + " elements from " + std::to_string(first) + " to " +
          std::to_string(last);
 }
@@ -141,7 +138,7 @@ SumDiagnosis explain_block_sums(const SumMap& map, int block) {
       }
       const int lo = g * block, hi = std::min(map.elements, (g + 1) * block) - 1;
       return {"", "block " + std::to_string(g) + "'s sum took " + taken(map, g) +
-                      " where it should take elements " + range(lo, hi) + ", each once"};
+                      " where it should take elements " + index_range(lo, hi) + ", each once"};
     }
   }
   return {};

@@ -52,10 +52,6 @@ bool right(int i, int k, int c, const Term& t) {
   return t.kind == Term::Kind::one && t.m_row == i && t.m_col == c && t.n_col == k;
 }
 
-std::string range(int from, int to) {  // inclusive
-  return from == to ? std::to_string(from) : std::to_string(from) + " to " + std::to_string(to);
-}
-
 // The elements never written, said as rows or columns where they are whole ones.
 std::string unwritten_text(const TermMap& map) {
   int missing = 0, first_i = -1, first_k = -1;
@@ -86,12 +82,13 @@ std::string unwritten_text(const TermMap& map) {
     return true;
   };
   if (first_k == 0 && rows_from(first_i)) {
-    return "rows " + range(first_i, map.rows - 1) +
+    return "rows " + index_range(first_i, map.rows - 1) +
            " of P were never written: no thread computes " +
            "them (the grid has too few blocks in y, or the row guard stops early)";
   }
   if (first_i == 0 && cols_from(first_k)) {
-    return "columns " + range(first_k, map.cols - 1) + " of P were never written: no thread " +
+    return "columns " + index_range(first_k, map.cols - 1) +
+           " of P were never written: no thread " +
            "computes them (the grid has too few blocks in x, or the column guard stops early)";
   }
   return std::to_string(missing) + " elements of P were never written, the first P[" +
@@ -162,7 +159,7 @@ std::string index_list(const std::vector<int>& indices) {
   for (std::size_t j = 0; j < indices.size();) {
     std::size_t end = j;
     while (end + 1 < indices.size() && indices[end + 1] == indices[end] + 1) ++end;
-    text += (j ? ", " : "") + range(indices[j], indices[end]);
+    text += (j ? ", " : "") + index_range(indices[j], indices[end]);
     j = end + 1;
   }
   return text;
@@ -212,7 +209,7 @@ std::string stale_tile_terms(const TermMap& map, int tile) {
     return c >= from && c <= to ? t.kind == Term::Kind::twice : right(i, k, c, t);
   });
   if (!stale) return "";
-  return "every element of P took the terms of inner index " + range(from, to) +
+  return "every element of P took the terms of inner index " + index_range(from, to) +
          " twice: in the last, partial phase the tile slots past the edge of the matrices kept "
          "the previous phase's values, which the kernel multiplied again; fill 0 into the tile "
          "where the element lies outside the matrix (lab 04's README, section 3)";
@@ -339,6 +336,10 @@ TermMap decode_terms(const std::vector<std::vector<float>>& which_m,
   return map;
 }
 
+std::string index_range(int from, int to) {
+  return from == to ? std::to_string(from) : std::to_string(from) + " to " + std::to_string(to);
+}
+
 bool term_map_fits(int rows, int inner, int cols) {
   return rows >= 1 && inner >= 1 && cols >= 1 && inner <= 256 && cols <= kCode &&
          static_cast<long long>(rows) * inner <= kCode;
@@ -398,13 +399,13 @@ TermDiagnosis explain_terms(const TermMap& map, int tile) {
     }
     if (contiguous && tile > 0 && hi == map.inner - 1 && lo == last_phase && lo > 0) {
       return with("every element of P lacks the products of the last phase, inner index " +
-                  range(lo, hi) + ": the phase loop stops one phase short" + round_up);
+                  index_range(lo, hi) + ": the phase loop stops one phase short" + round_up);
     }
     if (contiguous && tile > 0 && lo == 0 && hi + 1 == last_phase && last_phase > 0) {
       const std::string also =
           last_phase == tile ? ", or the phase loop starts one phase late" : "";
       return with("every element of P keeps only the products of its last phase (inner index " +
-                  range(last_phase, map.inner - 1) + "): the running sum is reset in every " +
+                  index_range(last_phase, map.inner - 1) + "): the running sum is reset in every " +
                   "phase; set it to 0 once, before the phase loop" + also);
     }
     if (contiguous && tile > 0 && lo == 0 && hi == tile - 1 && map.inner > 2 * tile) {
@@ -439,7 +440,7 @@ TermDiagnosis explain_terms(const TermMap& map, int tile) {
                          : ran == tiles(map.rows) ? "rows, I"
                                                   : nullptr;
       if (side != nullptr && ran != tiles(map.inner)) {
-        return with("every element of P lacks the terms of inner index " + range(lo, hi) +
+        return with("every element of P lacks the terms of inner index " + index_range(lo, hi) +
                     ": the phase loop ran " + std::to_string(ran) +
                     (ran == 1 ? " time" : " times") + ", as many as P has tiles along its " + side +
                     "; phases run along J, the inner dimension: ceil(" + std::to_string(map.inner) +
@@ -448,7 +449,7 @@ TermDiagnosis explain_terms(const TermMap& map, int tile) {
     }
     // Shown, not named: which terms are missing, and no rule of the chapter that explains it.
     return {unwritten, "every element of P lacks the terms of inner index " +
-                           (contiguous ? range(lo, hi) : index_list(missing)) +
+                           (contiguous ? index_range(lo, hi) : index_list(missing)) +
                            " and takes the others right"};
   }
   if (const std::string stale = stale_tile_terms(map, tile); !stale.empty()) return with(stale);

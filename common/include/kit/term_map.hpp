@@ -82,6 +82,10 @@ bool map_replays(const TermMap& map, const MatmulProblem& problem, const std::ve
 // names no cause); empty when every written element is right.
 std::string wrong_element_text(const TermMap& map);
 
+// "from to to" (inclusive), or the one index when they are equal: how the diagnoses of the term
+// and sum maps (kit/sum_map.hpp) say a run of indices.
+std::string index_range(int from, int to);
+
 // Puts a diagnosis into a comparison's report (check_matmul does, where the values proved no
 // cause): the proven cause becomes the report's first hint, in place of "the kit cannot tell
 // why" when it explains every wrong element, and the example one more line of detail.
