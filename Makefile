@@ -52,7 +52,7 @@ labs_arg = $(if $(LABS),--labs $(LABS),)
 # the others run out. Elsewhere in one process.
 pytest_workers = $(shell $(PY) -c 'import os, xdist; print(f"-n {min((os.cpu_count() or 1) + 1, 4)} --maxschedchunk 1")' 2>/dev/null)
 out_arg = $(if $(OUT),--out $(OUT),)
-harness_arg = $(if $(HARNESS),--harness-dir $(HARNESS),) $(if $(HARNESS_BUILT),--harness-built,)
+harness_arg = $(if $(HARNESS),--harness-dir $(HARNESS),) $(if $(filter-out 0,$(HARNESS_BUILT)),--harness-built,)
 submission_arg = $(if $(SUBMISSION),--submission $(SUBMISSION),)
 # make grade SLURM=1 [TASKS= PARTITION= GRES= TIME=]: the class as a Slurm job array.
 slurm_arg = $(if $(SLURM),--slurm $(if $(TASKS),--tasks $(TASKS),) $(if $(PARTITION),--partition $(PARTITION),) \

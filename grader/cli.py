@@ -477,6 +477,11 @@ def run_grade(kit: Kit, args: argparse.Namespace) -> int:
     paths = [Path(path).resolve() for path in args.submissions]
     single = [Path(path).resolve() for path in args.submission]
     if args.slurm:
+        if args.harness_built:
+            raise GraderError(
+                "--harness-built is for a run on this machine: grade --slurm builds the harness its "
+                "tasks read itself; drop --harness-built"
+            )
         return grade_on_slurm(kit, args, out_dir.resolve(), paths, single)
     options = grading.grade_options(kit, args)
     if not options.confine:

@@ -63,26 +63,17 @@ int main(int argc, char** argv, const std::string& program, const std::vector<Mo
     // one per trial, and one turn as the GPU's profiling process (taken once the context
     // exists) instead of one each. After each trial a kernel of the kit's marks where the next
     // begins, so that the profile can be told apart per trial (kit::profiler::Profile::trials).
-    // A trial that fails does not stop the ones after it: tests that share the run (lab 05's
-    // two counts) each judge their own trials as if they had run alone. Only a CUDA error that
-    // leaves the context unusable stops the run, at the marker after it.
     KIT_CUDA_CHECK(cudaFree(nullptr));
     const ExclusiveGpu profiling(GpuUse::profiling);
-    int first_failure = 0;
     for (const Mode* m : chosen) {
       mode = m->name;
-      int code = 1;
-      try {
-        code = m->run();
-      } catch (const std::exception& error) {
-        std::fprintf(stderr, "%s %s: %s\n", program.c_str(), mode.c_str(), error.what());
-      }
-      if (code != 0 && first_failure == 0) first_failure = code;
+      const int code = m->run();
+      if (code != 0) return code;
       trial_end<<<1, 1>>>();
       KIT_CHECK_LAUNCH();
       KIT_CUDA_CHECK(cudaDeviceSynchronize());
     }
-    return first_failure;
+    return 0;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "%s %s: %s\n", program.c_str(), mode.c_str(), error.what());
     return 1;

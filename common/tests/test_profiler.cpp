@@ -158,12 +158,110 @@ TEST_CASE("tests that share a run of Nsight Compute ask for it with the same com
   CHECK(one != kit::profiler::profile_command("ncu", {launch, loads}, "probe", "sizes loads-16"));
 }
 
-TEST_CASE("profiler counts the trials found right before the first one found wrong", "[common]") {
-  // The probe runs every trial (kit::probe::main), so a right one may come after a wrong one.
-  kit::profiler::Profile p;
-  p.run.output = "kit-probe-result: right\nkit-probe-result: wrong\nkit-probe-result: right\n";
-  CHECK(p.results_right() == 1);
-  CHECK(p.result_wrong());
-  p.run.output = "kit-probe-result: wrong\nkit-probe-result: right\n";
-  CHECK(p.results_right() == 0);
+namespace {
+
+// A stand-in for ncu in a temporary folder: for each mode of the probe it prints one count of each
+// metric it is asked for, and the kit's marker after each mode when there are several (as
+// kit::probe::main launches it). It exits with 1 at once when a metric it is asked for holds
+// `refused`, and at the mode `fails_at` (after the modes before it), as a probe that fails there.
+std::string fake_ncu(const std::string& folder, const std::string& refused,
+                     const std::string& fails_at) {
+  const std::string path = folder + "/ncu";
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fprintf(
+      f,
+      "#!/bin/sh\n"
+      "metrics=$2; shift 11; shift\n"
+      "case \"$metrics\" in *'%s'*) echo 'ERR_NVGPUCTRPERM'; exit 1;; esac\n"
+      "echo '\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"'\n"
+      "id=0\n"
+      "for mode in \"$@\"; do\n"
+      "  [ \"$mode\" = '%s' ] && { echo 'kit-probe-result: wrong'; exit 1; }\n"
+      "  for m in $(echo $metrics | tr , ' '); do\n"
+      "    echo \"\\\"$id\\\",\\\"_ZN5lab059kernel_$mode\\\",\\\"$m\\\",\\\"\\\",\\\"7\\\"\"\n"
+      "  done\n"
+      "  id=$((id+1))\n"
+      "  if [ $# -gt 1 ]; then for m in $(echo $metrics | tr , ' '); do\n"
+      "    echo "
+      "\"\\\"$id\\\",\\\"_ZN3kit12_GLOBAL__N_19trial_endEv\\\",\\\"$m\\\",\\\"\\\",\\\"0\\\"\"\n"
+      "  done; id=$((id+1)); fi\n"
+      "done\n",
+      refused.c_str(), fails_at.c_str());
+  std::fclose(f);
+  REQUIRE(std::system(("chmod +x '" + path + "'").c_str()) == 0);
+  return path;
+}
+
+std::string kernel_names(const std::vector<kit::profiler::KernelCount>& kernels) {
+  std::string names;
+  for (const kit::profiler::KernelCount& k : kernels) names += k.kernel + " ";
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("tests that share a run of Nsight Compute read it only where their own trials finished",
+          "[common]") {
+  // Each section has a folder of its own: profile keeps every run of its process by command.
+  char folder[] = "/tmp/kit-fake-ncu-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  const std::string launch = "launch__shared_mem_per_block_dynamic";
+  const std::string loads = kit::profiler::kGlobalLoads;
+  // Lab 05's two tests: the launches' sizes first, then the counted trials.
+  const kit::profiler::SharedProfile for_sizes{{}, {"loads-16", "loads-32"}, {loads}};
+  const kit::profiler::SharedProfile for_loads{{"sizes"}, {}, {launch}};
+  std::size_t first = 99;
+
+  SECTION("a clean run is shared, each test's trials where its modes ran") {
+    const std::string ncu = fake_ncu(folder, "no-such-metric", "no-such-mode");
+    const kit::profiler::Profile sizes =
+        kit::profiler::profile_shared(ncu, launch, "probe", "sizes", for_sizes, first);
+    CHECK(first == 0);
+    CHECK_THAT(sizes.run.command, Catch::Matchers::ContainsSubstring("sizes loads-16 loads-32"));
+    REQUIRE(sizes.trials().size() == 3);
+    CHECK(kernel_names(sizes.trials()[first]) == "_ZN5lab059kernel_sizes ");
+    const kit::profiler::Profile counted =
+        kit::profiler::profile_shared(ncu, loads, "probe", "loads-16 loads-32", for_loads, first);
+    CHECK(counted.run.command == sizes.run.command);  // one run between them
+    CHECK(first == 1);
+    REQUIRE(counted.trials().size() == 3);
+    CHECK(kernel_names(counted.trials()[1]) == "_ZN5lab059kernel_loads-16 ");
+  }
+  SECTION("a run that failed after a test's own trials is still that test's, not the next's") {
+    const std::string ncu = fake_ncu(folder, "no-such-metric", "loads-16");
+    const kit::profiler::Profile sizes =
+        kit::profiler::profile_shared(ncu, launch, "probe", "sizes", for_sizes, first);
+    CHECK(sizes.run.exit_code == 1);
+    CHECK_THAT(sizes.run.command, Catch::Matchers::ContainsSubstring("sizes loads-16"));
+    REQUIRE(first == 0);
+    CHECK(kernel_names(sizes.trials()[first]) == "_ZN5lab059kernel_sizes ");
+    const kit::profiler::Profile counted =
+        kit::profiler::profile_shared(ncu, loads, "probe", "loads-16 loads-32", for_loads, first);
+    CHECK(first == 0);  // its own run, which fails at loads-16 as it did before it shared
+    CHECK_THAT(counted.run.command, !Catch::Matchers::ContainsSubstring("sizes"));
+    CHECK(counted.result_wrong());
+  }
+  SECTION("after a run that failed in a test's own trials, it runs its own modes alone") {
+    const std::string ncu = fake_ncu(folder, "no-such-metric", "sizes");
+    const kit::profiler::Profile sizes =
+        kit::profiler::profile_shared(ncu, launch, "probe", "sizes", for_sizes, first);
+    CHECK(first == 0);
+    CHECK_THAT(sizes.run.command, !Catch::Matchers::ContainsSubstring("loads"));
+    const kit::profiler::Profile counted =
+        kit::profiler::profile_shared(ncu, loads, "probe", "loads-16 loads-32", for_loads, first);
+    CHECK(first == 0);
+    CHECK(counted.run.exit_code == 0);
+    REQUIRE(counted.trials().size() == 2);
+    CHECK(kernel_names(counted.trials()[0]) == "_ZN5lab059kernel_loads-16 ");
+  }
+  SECTION("a metric the other test needs that ncu refuses leaves this test its own run") {
+    const std::string ncu = fake_ncu(folder, launch, "no-such-mode");
+    const kit::profiler::Profile counted =
+        kit::profiler::profile_shared(ncu, loads, "probe", "loads-16 loads-32", for_loads, first);
+    CHECK(first == 0);
+    CHECK(counted.run.exit_code == 0);
+    CHECK(counted.kernels.size() == 4);  // two trials, each its kernel and the marker
+  }
+  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }

@@ -668,6 +668,8 @@ def test_a_run_told_the_harness_is_built_only_reads_it(fake_kit, tmp_path, monke
         == 2
     )
     assert "holds no built harness" in capsys.readouterr().err
+    assert cli.main(["grade", *kit, "--slurm", "--harness-built", "--out", str(tmp_path / "a")]) == 2
+    assert "grade --slurm builds the harness" in capsys.readouterr().err
 
     assert cli.main(["grade", *kit, "--harness-dir", str(harness), "--out", str(tmp_path / "a")]) == 0
     before = {path: path.stat().st_mtime_ns for path in harness.rglob("*")}

@@ -83,3 +83,11 @@ def test_make_grade_slurm_passes_the_slurm_options_and_nothing_without_it(tmp_pa
     assert "--slurm" in words and words[-1] == "class/"
     plain = grade_line("TASKS=3")  # the Slurm options mean nothing without SLURM=1
     assert "--slurm" not in plain and "--tasks" not in plain
+    built = grade_line("HARNESS=h", "HARNESS_BUILT=1")
+    assert words_after(built, "--harness-dir") == "h" and "--harness-built" in built
+    assert "--harness-built" not in grade_line("HARNESS=h", "HARNESS_BUILT=0")
+    assert "--harness-built" not in grade_line("HARNESS=h")
+
+
+def words_after(words: list[str], option: str) -> str:
+    return words[words.index(option) + 1]

@@ -50,13 +50,6 @@ inline std::string count_text(double value) {
 
 }  // namespace detail
 
-// Another test's part of the same Nsight Compute run (kit::profiler::profile): the probe's
-// modes it runs before this test's trials, and the metrics it counts.
-struct SharedProfile {
-  std::vector<std::string> modes_before;
-  std::vector<std::string> metrics;
-};
-
 // The whole test: each trial's count over a tiled kernel's at the probe's width
 // (kit::probe::kCountedMatmulWidth); the worst one is the metric. Skips with the reason where
 // ncu is missing or may not read the counters; fails when the kernel's result is wrong or no
@@ -64,7 +57,7 @@ struct SharedProfile {
 inline void check_tiled_global_loads(const std::string& probe, const std::string& cuda_bin_dir,
                                      const std::vector<LoadCountTrial>& trials,
                                      const LoadCountLesson& lesson,
-                                     const SharedProfile& shared = {}) {
+                                     const profiler::SharedProfile& shared = {}) {
   const int width = probe::kCountedMatmulWidth;
   const std::string ncu = profiler::find_ncu(cuda_bin_dir);
   if (ncu.empty()) {
@@ -78,10 +71,10 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
   // counts do not depend on other processes, but two profilers at once collide), and marks
   // where each trial ends.
   std::string modes;
-  for (const std::string& mode : shared.modes_before) modes += (modes.empty() ? "" : " ") + mode;
   for (const LoadCountTrial& trial : trials) modes += (modes.empty() ? "" : " ") + trial.probe_mode;
+  std::size_t skipped = 0;  // the trials of another test's part of a shared run (lab 05's)
   const profiler::Profile p =
-      profiler::profile(ncu, profiler::kGlobalLoads, probe, modes, shared.metrics);
+      profiler::profile_shared(ncu, profiler::kGlobalLoads, probe, modes, shared, skipped);
   CAPTURE(p.run.command, p.run.exit_code);
   if (p.permission_denied()) {
     SKIP(
@@ -89,7 +82,7 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
         "(ERR_NVGPUCTRPERM: an administrator must allow it, "
         "https://developer.nvidia.com/ERR_NVGPUCTRPERM), so global loads cannot be counted");
   }
-  // The probe runs every trial; those before the first whose P is wrong were right.
+  // The probe stops at the first trial whose P is wrong; the ones before it were right.
   const std::size_t right = static_cast<std::size_t>(p.results_right());
   if (p.result_wrong()) {
     FAIL(lesson.kernel << " at TILE_WIDTH " << trials[std::min(right, trials.size() - 1)].tile
@@ -100,9 +93,10 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
                           "loads only of a kernel that computes P.");
   }
   std::vector<std::vector<profiler::KernelCount>> per_trial = p.trials();
-  // The other test's trials come first (they check no result, so `right` counts only these).
-  const std::size_t skipped = std::min(shared.modes_before.size(), per_trial.size());
-  per_trial.erase(per_trial.begin(), per_trial.begin() + static_cast<std::ptrdiff_t>(skipped));
+  // A shared run finished cleanly, so every trial has its group; another test's before these
+  // are dropped (they check no result, so `right` counts only these), and lab 05's put none after.
+  per_trial.erase(per_trial.begin(), per_trial.begin() + static_cast<std::ptrdiff_t>(
+                                                             std::min(skipped, per_trial.size())));
   if (right < trials.size() || per_trial.size() != trials.size()) {
     if (p.kernels.empty() || right < trials.size()) {
       const std::string why = profiler::unusable_reason(ncu, profiler::kGlobalLoads, probe);

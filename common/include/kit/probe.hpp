@@ -25,10 +25,10 @@ struct Mode {
 // A probe's main: runs the mode that argv[1] names, one of `modes` or "selftest": a kernel of
 // the kit's own (shared memory written, a barrier, then read by other threads; race-free and in
 // bounds) that tells whether the sanitizer is usable on this machine at all. Given several of
-// `modes`, it runs them in order, each whether or not the one before failed (its exit code is
-// the first failure's), as the GPU's one profiling process throughout (kit::ExclusiveGpu,
-// GpuUse::profiling) and with a kernel named trial_end launched after each, so that one run of
-// Nsight Compute can count every trial (kit::profiler::Profile::trials).
+// `modes`, it runs them in order, stopping at the first that fails, as the GPU's one profiling
+// process throughout (kit::ExclusiveGpu, GpuUse::profiling) and with a kernel named trial_end
+// launched after each, so that one run of Nsight Compute can count every trial
+// (kit::profiler::Profile::trials).
 int main(int argc, char** argv, const std::string& program, const std::vector<Mode>& modes);
 
 // What a probe prints on its standard output after checking a counted run's result (kit/

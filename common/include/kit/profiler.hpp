@@ -47,19 +47,8 @@ struct Profile {
   // or wrong; neither when the probe did not get that far.
   bool result_right() const { return has_line(probe::kResultRight); }
   bool result_wrong() const { return has_line(probe::kResultWrong); }
-  // How many trials the probe found right before the first it found wrong, when it ran several
-  // (kit::probe::main runs every trial, so a right one may follow a wrong one): the index of the
-  // first wrong trial among those that check a result.
-  int results_right() const {
-    std::istringstream in(run.output);
-    std::string l;
-    int right = 0;
-    while (std::getline(in, l)) {
-      if (l == probe::kResultWrong) break;
-      if (l == probe::kResultRight) ++right;
-    }
-    return right;
-  }
+  // How many trials the probe found right, when it ran several (kit::probe::main).
+  int results_right() const { return count_lines(probe::kResultRight); }
 
   // With several probe modes in one run, the kernels of each trial in order: the probe launches
   // its trial-end kernel after each one, and ncu profiles that like any other. Kernels after the
@@ -76,6 +65,12 @@ struct Profile {
     if (groups.back().empty()) groups.pop_back();
     return groups;
   }
+  // How many trials ended with the kit's marker: those the probe finished.
+  std::size_t trials_finished() const {
+    std::size_t markers = 0;
+    for (const KernelCount& k : kernels) markers += is_trial_end(k.kernel) ? 1 : 0;
+    return markers;
+  }
 
  private:
   // The kit's own marker, a kernel in namespace kit, where no student file may define one. ncu
@@ -88,13 +83,15 @@ struct Profile {
     return (bare.rfind("kit::", 0) == 0 || bare.rfind("_ZN3kit", 0) == 0) &&
            bare.find("trial_end") != std::string::npos;
   }
-  bool has_line(const std::string& line) const {
+  bool has_line(const std::string& line) const { return count_lines(line) > 0; }
+  int count_lines(const std::string& line) const {
     std::istringstream in(run.output);
     std::string l;
+    int found = 0;
     while (std::getline(in, l)) {
-      if (l == line) return true;
+      if (l == line) ++found;
     }
-    return false;
+    return found;
   }
 };
 
@@ -202,10 +199,9 @@ inline std::string profile_command(const std::string& ncu, std::vector<std::stri
 // `shared_with` too, for every kernel it launches; the Profile holds `metric`'s counts.
 //
 // ncu's start takes most of a run's seconds, and a GPU has one profiling process at a time, so
-// tests that need counts of the same probe ask for one run between them (the same modes, every
-// metric any of them reads): the run is kept for the rest of the process, and a test after the
-// first in a shared judge reads it instead of running ncu again. The counts are exact, so a test
-// run alone gets the same ones. Only a run that finished cleanly is kept.
+// tests that need counts of the same probe ask for one run between them (profile_shared, below):
+// the run is kept for the rest of the process, and a test after the first in a shared judge reads
+// it instead of running ncu again. The counts are exact, so a test run alone gets the same ones.
 //
 // Two processes profiling one GPU at once fail each other ("a driver resource was unavailable"):
 // the kit's probes hold the GPU to themselves while profiled, but a profiler outside the grader's
@@ -217,7 +213,7 @@ inline Profile profile(const std::string& ncu, const std::string& metric, const 
   std::vector<std::string> metrics = shared_with;
   metrics.push_back(metric);
   const std::string command = profile_command(ncu, metrics, probe, probe_args);
-  static std::map<std::string, sanitizer::Run> finished;  // this process's clean runs
+  static std::map<std::string, sanitizer::Run> finished;  // this process's runs
   Profile p;
   if (const auto kept = finished.find(command); kept != finished.end()) {
     p.run = kept->second;
@@ -227,10 +223,48 @@ inline Profile profile(const std::string& ncu, const std::string& metric, const 
       if (p.run.output.find("driver resource was unavailable") == std::string::npos) break;
       std::this_thread::sleep_for(std::chrono::seconds(2 * attempt));
     }
-    if (p.run.exit_code == 0) finished.emplace(command, p.run);
+    finished.emplace(command, p.run);
   }
   p.kernels = parse_csv(p.run.output, metric);
   return p;
+}
+
+// The other tests' part of one run of Nsight Compute over the same probe: the probe's modes they
+// run before and after this test's own, and the metrics they count.
+struct SharedProfile {
+  std::vector<std::string> modes_before;
+  std::vector<std::string> modes_after;
+  std::vector<std::string> metrics;
+};
+
+// What a test that counts `metric` over its own modes `own_modes` reads when it shares a run with
+// other tests (`shared`): the shared run (`shared.modes_before`, `own_modes`, then
+// `shared.modes_after`, counting every metric), with `first_own_trial` the index of its first
+// trial among the run's (Profile::trials), when the probe finished every trial of the test's own
+// there. The probe stops at the first mode that fails, and ncu may refuse a metric another test
+// needs (no right to the counters), so where the shared run ended before the test's own trials
+// did, the test runs its own modes alone, as it did before it shared, and its trials come first.
+// The choice depends only on the shared run's output, so a test alone and the same test in a
+// shared judge read the same counts.
+inline Profile profile_shared(const std::string& ncu, const std::string& metric,
+                              const std::string& probe, const std::string& own_modes,
+                              const SharedProfile& shared, std::size_t& first_own_trial) {
+  first_own_trial = 0;
+  if (!shared.modes_before.empty() || !shared.modes_after.empty()) {
+    std::string modes;
+    for (const std::string& mode : shared.modes_before) modes += mode + " ";
+    modes += own_modes;
+    for (const std::string& mode : shared.modes_after) modes += " " + mode;
+    Profile all = profile(ncu, metric, probe, modes, shared.metrics);
+    std::size_t own = 0;
+    std::istringstream words(own_modes);
+    for (std::string word; words >> word;) ++own;
+    if (all.run.exit_code == 0 || all.trials_finished() >= shared.modes_before.size() + own) {
+      first_own_trial = shared.modes_before.size();
+      return all;
+    }
+  }
+  return profile(ncu, metric, probe, own_modes);
 }
 
 // Why ncu cannot count `metric` on this machine, or "" when it can: its run of the probe's own

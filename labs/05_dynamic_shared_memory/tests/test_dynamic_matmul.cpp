@@ -432,8 +432,9 @@ TEST_CASE("dynamic kernel lets every thread reach each barrier under synccheck",
 
 // Both of the lab's counts by Nsight Compute (each launch's dynamic shared memory, the global
 // loads) read one run of the probe: the launches first, then the counted trials. Whichever test
-// runs first in a judge process makes it, and the other reads it (kit::profiler::profile): one
-// start of ncu and one turn as the GPU's profiling process instead of two.
+// runs first in a judge process makes it, and the other reads it (kit::profiler::profile_shared):
+// one start of ncu and one turn as the GPU's profiling process instead of two. A run that does
+// not finish cleanly is not shared: each test then runs its own modes alone.
 const std::string kLaunchBytesMetric = "launch__shared_mem_per_block_dynamic";
 const std::vector<kit::LoadCountTrial> kLoadTrials = {{16, "loads-16"}, {32, "loads-32"}};
 
@@ -449,10 +450,11 @@ TEST_CASE("each launch asks for exactly the dynamic shared memory its configurat
   kit::require_only_the_labs_kernels("README section 9");
   const std::string metric = kLaunchBytesMetric;
   const std::string probe = KIT_BUILT_PATH(KIT_PROBE_PATH);
-  std::string modes = "sizes";
-  for (const kit::LoadCountTrial& trial : kLoadTrials) modes += " " + trial.probe_mode;
-  const kit::profiler::Profile p =
-      kit::profiler::profile(ncu, metric, probe, modes, {kit::profiler::kGlobalLoads});
+  std::vector<std::string> load_modes;
+  for (const kit::LoadCountTrial& trial : kLoadTrials) load_modes.push_back(trial.probe_mode);
+  std::size_t first = 0;  // its trial's group: the first, in the shared run and alone
+  const kit::profiler::Profile p = kit::profiler::profile_shared(
+      ncu, metric, probe, "sizes", {{}, load_modes, {kit::profiler::kGlobalLoads}}, first);
   CAPTURE(p.run.command, p.run.exit_code);
   if (p.permission_denied()) {
     SKIP("Nsight Compute may not profile on this machine (ERR_NVGPUCTRPERM)");
@@ -461,8 +463,10 @@ TEST_CASE("each launch asks for exactly the dynamic shared memory its configurat
   // Only the lab's kernel is judged: the launcher may run none of another name (checked above),
   // but may run the kit's own beside it.
   std::vector<kit::profiler::KernelCount> kernels;
+  // A run of "sizes" alone has no marker: its one group is every kernel.
   const std::vector<std::vector<kit::profiler::KernelCount>> trials = p.trials();
-  for (const kit::profiler::KernelCount& k : trials.empty() ? p.kernels : trials.front()) {
+  for (const kit::profiler::KernelCount& k :
+       first < trials.size() ? trials[first] : std::vector<kit::profiler::KernelCount>{}) {
     if (k.kernel.find("dynamic_matmul_kernel") != std::string::npos) kernels.push_back(k);
   }
   if (kernels.size() != launches.size()) {
@@ -564,5 +568,5 @@ TEST_CASE(
                                 {"dynamic_matmul_kernel",
                                  "README section 8; lab 03's README, "
                                  "section 10"},
-                                {{"sizes"}, {kLaunchBytesMetric}});
+                                {{"sizes"}, {}, {kLaunchBytesMetric}});
 }
