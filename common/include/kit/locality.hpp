@@ -93,8 +93,9 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
                           "loads only of a kernel that computes P.");
   }
   std::vector<std::vector<profiler::KernelCount>> per_trial = p.trials();
-  // A shared run finished cleanly, so every trial has its group; another test's before these
-  // are dropped (they check no result, so `right` counts only these), and lab 05's put none after.
+  // A shared run is read only where it finished this test's trials, so each has its group;
+  // another test's groups before these are dropped (they check no result, so `right` counts
+  // only these).
   per_trial.erase(per_trial.begin(), per_trial.begin() + static_cast<std::ptrdiff_t>(
                                                              std::min(skipped, per_trial.size())));
   if (right < trials.size() || per_trial.size() != trials.size()) {

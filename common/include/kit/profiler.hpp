@@ -259,7 +259,7 @@ inline Profile profile_shared(const std::string& ncu, const std::string& metric,
     std::size_t own = 0;
     std::istringstream words(own_modes);
     for (std::string word; words >> word;) ++own;
-    if (all.run.exit_code == 0 || all.trials_finished() >= shared.modes_before.size() + own) {
+    if (all.trials_finished() >= shared.modes_before.size() + own) {
       first_own_trial = shared.modes_before.size();
       return all;
     }
