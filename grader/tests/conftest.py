@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -269,13 +269,17 @@ def exclusive(lock_path: Path) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class RealHarness:
-    """Where the tests that grade with the real kit find its harness: one temporary folder for
-    the whole session, built once for REAL_HARNESS_LABS by the first test that asks (never the
-    checkout's build/harness), which the tests then only read (GradeOptions.harness_built).
-    `cuda_arch` is the one it is built for."""
+    """Where the tests that grade with the real kit find its harness, which they only read
+    (GradeOptions.harness_built): make test's own build of the kit (KIT_BUILD_DIR) where it was
+    configured as the grader configures a harness here (see `kit_build_as_harness`), else one
+    temporary folder for the whole session, built once for REAL_HARNESS_LABS by the first test
+    that asks (never the checkout's build/harness). `cuda_arch` is the one it is built for;
+    `locks` is the session's folder, shared by every pytest-xdist process, that holds the locks."""
 
     folder: Path
     cuda_arch: str | None
+    locks: Path
+    prebuilt: bool = False
 
     def build(self, timeout: float) -> BuildConfig:
         """The build settings of every test that grades with the shared harness: the grader's
@@ -297,39 +301,98 @@ class RealHarness:
         if not visible_gpus():
             yield
             return
-        with exclusive(self.folder.parent / "real-harness-gpu.lock"):
+        with exclusive(self.locks / "real-harness-gpu.lock"):
             yield
-
-
-@pytest.fixture(scope="session")
-def _real_harness_setup(tmp_path_factory: pytest.TempPathFactory) -> RealHarness:
-    from grader.engine.schedule import visible_gpus
-
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # the session's folder, above each pytest-xdist worker's own
-    folder = root / "real-harness"
-    folder.mkdir(exist_ok=True)
-    # The GPU's own architecture where there is one (the kit's choice); else 75 alone, to be quick.
-    arch = os.environ.get("KIT_TEST_CUDA_ARCH") or (None if visible_gpus() else "75")
-    return RealHarness(folder, arch)
 
 
 # The labs the tests that grade with the real kit use: the shared harness is built for these.
 REAL_HARNESS_LABS = ("02", "06")
 
 
+def kit_build_as_harness(build: Path, harness: RealHarness) -> bool:
+    """Whether make test's build of the kit (`build`) grades exactly as a harness the grader would
+    build here for `harness.cuda_arch`, so that the tests may read it instead of compiling the
+    kit a second time (about 70 s of CPU on two cores, a quarter of pytest's). It must be the
+    build of this kit, hold the manifests of REAL_HARNESS_LABS, and carry every setting the
+    grader passes to CMake (build type, architectures, probes) with the same value. The one
+    setting that differs, KIT_KERNELS (make test builds the reference kernels, a harness the
+    skeletons), changes only the kernels library that each submission's own objects replace
+    at link, and the answers sheet's default path, which the grader overrides for each run."""
+    from grader.pipeline.harness import MANIFESTS, harness_config
+    from grader.rubric import find_kit_root
+
+    cache = build / "CMakeCache.txt"
+    if harness.cuda_arch is None or not cache.is_file():
+        return False  # without a given architecture the kit picks one when it configures
+    if not all((build / MANIFESTS / f"lab{lab}.json").is_file() for lab in REAL_HARNESS_LABS):
+        return False
+    values = {}
+    for line in cache.read_text(errors="replace").splitlines():
+        name, typed, value = line.partition("=")
+        if typed and not name.startswith(("#", "//")):
+            values[name.partition(":")[0]] = value
+    config = harness_config(harness.build(timeout=1), [])
+    wanted = {
+        "CMAKE_HOME_DIRECTORY": str(find_kit_root().resolve()),
+        "CMAKE_BUILD_TYPE": config.build_type or "",
+        "CMAKE_CUDA_ARCHITECTURES": config.cuda_arch,
+        **{key: value for key, value in config.defines.items() if key != "KIT_HARNESS_TARGETS"},
+    }
+    return all(values.get(key) == value for key, value in wanted.items())
+
+
+def session_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's temporary folder, which every pytest-xdist process of it shares (each
+    process's own basetemp is a folder below it)."""
+    root = tmp_path_factory.getbasetemp()
+    return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+
+
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """The session's folder `name`, filled by `make` once for the whole session: by whichever
+    pytest-xdist process asks first, while the others wait, instead of once per process as a
+    module's fixture would be (a compile each process repeated cost seconds of CPU apiece)."""
+    root = session_folder(tmp_path_factory)
+    folder, done = root / name, root / f"{name}.done"
+    with exclusive(root / f"{name}.lock"):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a process that failed making it
+            folder.mkdir()
+            make(folder)
+            done.write_text("")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def _real_harness_setup(tmp_path_factory: pytest.TempPathFactory) -> RealHarness:
+    from grader.engine.schedule import visible_gpus
+
+    root = session_folder(tmp_path_factory)
+    folder = root / "real-harness"
+    folder.mkdir(exist_ok=True)
+    # The GPU's own architecture where there is one (the kit's choice); else 75 alone, to be quick.
+    arch = os.environ.get("KIT_TEST_CUDA_ARCH") or (None if visible_gpus() else "75")
+    harness = RealHarness(folder, arch, root)
+    kit_build = os.environ.get("KIT_BUILD_DIR")
+    if kit_build and kit_build_as_harness(Path(kit_build), harness):
+        return RealHarness(Path(kit_build), arch, root, prebuilt=True)
+    return harness
+
+
 @pytest.fixture
 def real_harness(_real_harness_setup: RealHarness) -> RealHarness:
-    """The shared harness, built for REAL_HARNESS_LABS by the first test that asks, whichever
-    pytest-xdist process runs it, while the others wait; after that the tests only read it.
-    A test grades on the GPU inside `gpu_turn()`."""
+    """The shared harness: make test's build where it serves (`kit_build_as_harness`), else built
+    for REAL_HARNESS_LABS by the first test that asks, whichever pytest-xdist process runs it,
+    while the others wait; after that the tests only read it. A test grades on the GPU inside
+    `gpu_turn()`."""
     from grader.pipeline.harness import prepare_harness
     from grader.rubric import find_kit_root
 
     skip_unless_the_real_kit_grades_here()
     setup = _real_harness_setup
-    with exclusive(setup.folder.parent / "real-harness.lock"):
+    if setup.prebuilt:
+        return setup
+    with exclusive(setup.locks / "real-harness.lock"):
         built = setup.folder / "built-for-the-tests"
         if not built.exists():
             kit = load_kit(find_kit_root())
@@ -352,12 +415,14 @@ LONG_FIRST = (
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (make test), the hostile corpus's halves, the longest tests, start
-    first, each in a process of its own: the Makefile has pytest-xdist send each process two
-    tests to start with and one at a time after that (--maxschedchunk 1), so the halves go two
-    places apart, each followed by a short test. The LONG_FIRST tests follow, so that the third
-    process starts with them. The other tests of the shared harness come last, when it is built
-    (and, with a GPU, its turns likely free). In one process the order changes nothing that
+    """Under pytest-xdist (make test), the long tests start first, one in each process: the
+    Makefile has pytest-xdist send each process two tests to start with and one at a time after
+    that (--maxschedchunk 1), so each of the first long tests is followed by a short one. Those
+    are the hostile corpus's halves, the longest, then the LONG_FIRST tests in order; the rest
+    of LONG_FIRST follow, each to the first process that comes free, never queued behind
+    another long test in a busy process (the two kit builds one after the other in one process
+    were the longest path of the run). The other tests of the shared harness come last (with a
+    GPU, its turns are likely free by then). In one process the order changes nothing that
     matters."""
 
     def turn(item: pytest.Item) -> float:
@@ -369,10 +434,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return 2
 
     items.sort(key=turn)
-    longest = [item for item in items if turn(item) == 0]
+    # Every process computes the same order (pytest-xdist requires it) from the same count.
+    processes = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    long = [item for item in items if turn(item) < 2]
     short = [item for item in items if turn(item) == 2]
     ordered: list[pytest.Item] = []
-    for item in longest:
+    for item in long[:processes]:
         ordered += [item, *short[:1]]
         short = short[1:]
     taken = set(map(id, ordered))

@@ -11,6 +11,8 @@ import pytest
 
 from grader.confine.inspect import ObjectTools, inspect_objects
 
+from .conftest import made_once
+
 CASES = Path(__file__).parent / "inspect_cases"
 KIT = Path(__file__).resolve().parents[2]
 NVCC = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
@@ -22,24 +24,23 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("objects")
-    objects = {}
     sources = {
         "fair.cu": CASES / "fair.cu",
         "hostile.cu": CASES / "hostile.cu",
         "naive_matmul.cu": KIT / "solutions" / "02_naive_matmul" / "naive_matmul.cu",
     }
-    for name, source in sources.items():
-        if not source.exists():
-            continue
-        obj = out / f"{name}.o"
-        subprocess.run(
-            [NVCC, "-c", "-std=c++17", "-arch=sm_90", "-I", str(KIT / "common" / "include"),
-             "-I", str(KIT / "labs" / "02_naive_matmul"), str(source), "-o", str(obj)],
-            check=True, capture_output=True, timeout=300,
-        )  # fmt: skip
-        objects[name] = obj
-    return objects
+
+    def compile_all(out: Path) -> None:
+        for name, source in sources.items():
+            if source.exists():
+                subprocess.run(
+                    [NVCC, "-c", "-std=c++17", "-arch=sm_90", "-I", str(KIT / "common" / "include"),
+                     "-I", str(KIT / "labs" / "02_naive_matmul"), str(source), "-o", str(out / f"{name}.o")],
+                    check=True, capture_output=True, timeout=300,
+                )  # fmt: skip
+
+    out = made_once(tmp_path_factory, "inspect-objects", compile_all)
+    return {name: out / f"{name}.o" for name in sources if (out / f"{name}.o").exists()}
 
 
 def test_a_fair_lab_file_and_the_reference_solution_pass(compiled):

@@ -7,14 +7,18 @@ architecture to compile for (default: the GPU's, or 75 alone when there is none,
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
 from grader.pipeline.collect import submission_from_files
 from grader.pipeline.grade import GradeOptions, grade_submission
+from grader.pipeline.harness import MANIFESTS, harness_config
 from grader.pipeline.run import RunConfig
 from grader.rubric import find_kit_root, load_kit
 from grader.staff.mutants import reference_files
+
+from .conftest import REAL_HARNESS_LABS, RealHarness, kit_build_as_harness
 
 KIT_ROOT = find_kit_root()
 RUBRIC = KIT_ROOT / "labs" / "02_naive_matmul" / "rubric.toml"
@@ -53,3 +57,37 @@ def test_lab02_reference_builds_runs_and_earns_every_point_that_can_run(tmp_path
     manifest = json.loads((real_harness.folder / "kit-manifests" / "lab02.json").read_text())
     flag = {"Release": "-O3", "Untimed": "-Xcompiler=-Og"}[options.build.build_type or ""]
     assert all(flag in entry["command"] for entry in manifest["compile"]), manifest["compile"]
+
+
+def test_make_tests_build_serves_as_the_harness_only_when_configured_as_the_grader_would(tmp_path):
+    harness = RealHarness(tmp_path / "unused", "75", tmp_path)
+    config = harness_config(harness.build(timeout=1), [])
+    settings = {
+        "CMAKE_HOME_DIRECTORY:INTERNAL": str(KIT_ROOT.resolve()),
+        "CMAKE_BUILD_TYPE:STRING": config.build_type,
+        "CMAKE_CUDA_ARCHITECTURES:STRING": config.cuda_arch,
+        "KIT_KERNELS:STRING": "reference",  # the one setting allowed to differ
+        **{f"{key}:BOOL": value for key, value in config.defines.items() if key != "KIT_HARNESS_TARGETS"},
+    }
+
+    def build(changed: dict[str, str], manifests=REAL_HARNESS_LABS) -> Path:
+        folder = tmp_path / f"build{len(list(tmp_path.iterdir()))}"
+        (folder / MANIFESTS).mkdir(parents=True)
+        lines = ["# This is the CMakeCache file.", "//A comment=with an equals sign"]
+        lines += [f"{key}={value}" for key, value in {**settings, **changed}.items()]
+        (folder / "CMakeCache.txt").write_text("\n".join(lines) + "\n")
+        for lab in manifests:
+            (folder / MANIFESTS / f"lab{lab}.json").write_text("{}")
+        return folder
+
+    assert kit_build_as_harness(build({}), harness)
+    assert not kit_build_as_harness(build({}), RealHarness(tmp_path, None, tmp_path))
+    assert not kit_build_as_harness(build({}, manifests=REAL_HARNESS_LABS[:1]), harness)
+    assert not kit_build_as_harness(build({"CMAKE_CUDA_ARCHITECTURES:STRING": "75;90"}), harness)
+    assert not kit_build_as_harness(build({"CMAKE_HOME_DIRECTORY:INTERNAL": str(tmp_path)}), harness)
+    other_type = "Release" if config.build_type != "Release" else "Untimed"
+    assert not kit_build_as_harness(build({"CMAKE_BUILD_TYPE:STRING": other_type}), harness)
+    for key, value in config.defines.items():
+        if key != "KIT_HARNESS_TARGETS":
+            flipped = "ON" if value != "ON" else "OFF"
+            assert not kit_build_as_harness(build({f"{key}:BOOL": flipped}), harness), key
