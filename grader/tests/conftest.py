@@ -7,6 +7,7 @@ student's file steers them with comment lines (see fakes/fake_cmake.py).
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import shutil
 import sys
@@ -192,12 +193,22 @@ def make_executable(source: Path, folder: Path) -> Path:
     return copy_fake(source, folder / source.name)
 
 
+def write_spec(exe: Path, spec: dict) -> None:
+    """The spec a fake test executable answers from (fakes/fake_catch2.py): a marshal, which the
+    fake reads without importing json, as it does hundreds of times a test run."""
+    exe.with_name(exe.name + ".spec").write_bytes(marshal.dumps(spec, 4))
+
+
+def read_spec(exe: Path) -> dict:
+    return marshal.loads(exe.with_name(exe.name + ".spec").read_bytes())
+
+
 def write_fake_catch2(folder: Path, name: str, tests: list[dict]) -> Path:
     """A fake test executable named `name` in folder, answering for the given tests."""
     exe = folder / name
     folder.mkdir(parents=True, exist_ok=True)
     copy_fake(FAKES / "fake_catch2.py", exe)
-    (folder / f"{name}.json").write_text(json.dumps({"tests": tests}))
+    write_spec(exe, {"tests": tests})
     return exe
 
 

@@ -20,6 +20,8 @@ from grader.pipeline.build import (
 )
 from grader.pipeline.harness import harness_targets, lab_harness, prepare_harness
 
+from .conftest import read_spec
+
 
 def harness_for(fake_kit, tmp_path, config=None):
     options = fake_kit.options()
@@ -149,7 +151,7 @@ def test_a_submission_compiles_its_own_file_and_relinks(fake_kit, tmp_path):
     files = {"demo.cu": b"// FAKE-OUTCOME: fail:no | result matches on hidden widths\nint x;\n"}
     result = build_submission_lab(harness.labs["02"], harness.fingerprint, files, cache)
     assert result.ok and result.exe_path is not None and result.exe_path.name == "lab02_tests"
-    spec = json.loads(Path(f"{result.exe_path}.json").read_text())
+    spec = read_spec(result.exe_path)
     behaviours = {test["name"]: test["behaviour"] for test in spec["tests"]}
     assert behaviours["result matches on hidden widths"] == "fail:no"
     assert not str(result.exe_path).startswith(str(tmp_path / "harness"))  # the harness's own stays

@@ -3,14 +3,13 @@ its own result and its own time limit, and whatever the shared process does not 
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grader.engine.schedule import Scheduler
 from grader.pipeline.run import ListedTest, RunConfig, Status, _case_under_way, run_tests
 
-from .conftest import write_fake_catch2
+from .conftest import write_fake_catch2, write_spec
 from .test_schedule import assert_windows_alone, read_spans
 
 
@@ -29,8 +28,7 @@ def grade(
 ):
     exe = write_fake_catch2(tmp_path / "bin", "lab05_tests", tests)
     if catch2 is not None:  # the version whose exit codes the fake gives (fakes/fake_catch2.py)
-        spec = tmp_path / "bin" / "lab05_tests.json"
-        spec.write_text(json.dumps({"catch2": catch2, "tests": tests}))
+        write_spec(exe, {"catch2": catch2, "tests": tests})
     fake_worker = tmp_path / "bin" / "lab05_worker"
     fake_worker.write_text("the student's worker\n")
     scheduler = Scheduler(cpu_slots=4, gpus=list(gpus), gpu_slots=4, max_defer=0.5)

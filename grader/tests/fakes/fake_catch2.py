@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A stand-in for a Catch2 v3 test executable, answering as the real one does (XML reporter).
 
-Its tests come from <this file>.json: {"tests": [{"name", "tags", "behaviour"}]}. Behaviours:
+Its tests come from <this file>.spec, a marshal of {"tests": [{"name", "tags", "behaviour"}]}
+(conftest.write_spec). Behaviours:
 pass, fail:<text>, expr, skip:<reason>, metric:<name>=<value>, crash, hang, noxml, garbled,
 wrongname, spam, env, datalimit (fails naming its RLIMIT_DATA), reads:<variable> (passes when
 the file that the environment variable names exists), record:<file> (appends "<start> <end> <CUDA_VISIBLE_DEVICES> <name>" to the file
@@ -21,15 +22,15 @@ process, and writes one report holding each test's result (as Catch2 does), each
 before each, it asks its GPU gate, where it has one, to go on ('C').
 """
 
-import json
+import marshal
 import os
-import signal
 import sys
 import time
 
 # The fakes start hundreds of times a test run: each import they do not need is paid each time
-# (xml.sax.saxutils alone brings urllib and email, tens of milliseconds; subprocess is imported
-# only where a behaviour starts a child).
+# (xml.sax.saxutils alone brings urllib and email, tens of milliseconds; json and signal, 11 ms
+# a start between them, hence a marshal spec and signal imported only to crash; subprocess is
+# imported only where a behaviour starts a child).
 
 
 def escape(text: str) -> str:
@@ -41,7 +42,8 @@ def quoteattr(text: str) -> str:
     return '"' + quoted.replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#9;") + '"'
 
 
-SPEC = json.load(open(os.path.realpath(sys.argv[0]) + ".json"))
+with open(os.path.realpath(sys.argv[0]) + ".spec", "rb") as spec_file:
+    SPEC = marshal.load(spec_file)
 TESTS = {test["name"]: test for test in SPEC["tests"]}
 
 
@@ -110,6 +112,8 @@ def run(name, out):
         open(out, "w").write(
             document(name, element("FatalErrorCondition", "SIGSEGV - Segmentation violation signal"), False)
         )
+        import signal
+
         os.kill(os.getpid(), signal.SIGSEGV)
     if kind == "hang":
         import subprocess

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """A stand-in for the linker: --spec FILE --target T INPUTS... -o OUT writes OUT, a copy of
-fake_catch2.py, answering for T's tests of the spec, changed by the FAKE-OUTCOME lines of the
-inputs (the objects, which fake_cc.py made copies of the sources)."""
+fake_catch2.py started as this script is, answering for T's tests of the spec (OUT.spec),
+changed by the FAKE-OUTCOME lines of the inputs (the objects, which fake_cc.py made copies of
+the sources)."""
 
 import json
+import marshal
 import os
 import sys
 
@@ -34,8 +36,9 @@ for path in inputs:
                 if test["name"] == name.strip():
                     test["behaviour"] = behaviour.strip().replace("\\n", "\n")
 os.makedirs(os.path.dirname(output) or ".", exist_ok=True)
+interpreter = read(os.path.realpath(__file__)).partition("\n")[0]  # conftest's copy_fake set it
 with open(output, "w") as made:
-    made.write(read(os.path.join(HERE, "fake_catch2.py")))
+    made.write(interpreter + "\n" + read(os.path.join(HERE, "fake_catch2.py")).partition("\n")[2])
 os.chmod(output, 0o755)
-with open(f"{output}.json", "w") as made:
-    made.write(json.dumps({"tests": tests}))
+with open(f"{output}.spec", "wb") as spec_file:
+    marshal.dump({"tests": tests}, spec_file, 4)
