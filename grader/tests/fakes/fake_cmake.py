@@ -18,11 +18,23 @@ A <SRC>/FAKE_CONFIGURE_FAIL file makes configure fail.
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(os.path.realpath(__file__)).parent
+
+
+def run(argv: list[str], cwd: Path) -> int:
+    """argv's exit code, run in cwd: fork and exec, as importing subprocess took 41 ms of each
+    of the hundreds of starts of this fake in a test run."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.chdir(cwd)
+            os.execv(argv[0], argv)
+        finally:
+            os._exit(127)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
 def configure(args):
@@ -51,9 +63,9 @@ def build_target(source, build_dir, target, spec):
             {"directory": str(build_dir), "command": " ".join(argv), "file": str(student_file), "output": obj}
         )
         (build_dir / obj).parent.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(argv, cwd=build_dir)
-        if done.returncode != 0:
-            return done.returncode
+        code = run(argv, build_dir)
+        if code != 0:
+            return code
         objects.append(build_dir / obj)
     library = build_dir / "labs" / spec["slug"] / f"lib{tag}_kernels.a"
     library.write_text("".join(path.read_text() for path in objects))
@@ -85,7 +97,7 @@ def build_target(source, build_dir, target, spec):
     manifests = build_dir / "kit-manifests"
     manifests.mkdir(exist_ok=True)
     (manifests / f"{tag}.json").write_text(json.dumps(manifest, indent=1))
-    return subprocess.run(argv, cwd=build_dir).returncode
+    return run(argv, build_dir)
 
 
 def build(args):
