@@ -43,6 +43,11 @@ KERNEL = "__global__ void naive_matmul_kernel(const float* M, const float* N, fl
 
 Files = dict[str, bytes]
 
+# The limit of each test of a case that hangs one (Case.limit): its other tests, lab 06's
+# calculator and answers, take milliseconds, and the one that never ends spins a core until the
+# limit stops it (10 s each on make test's two cores, at TEST_LIMIT).
+HANG_LIMIT = 3.0
+
 
 @dataclass(frozen=True)
 class Case:
@@ -58,6 +63,10 @@ class Case:
     # words its feedback must show then (without one its GPU tests skip, and the CPU half holds).
     gpu_points: dict[str, str] | None = None
     gpu_feedback: tuple[str, ...] = ()
+    # Each test held to this many seconds instead of TEST_LIMIT: a case whose attack is a test
+    # that never ends spins a core until the limit stops it, and its other tests take
+    # milliseconds. Graded in a part of its own (0: the part's limit).
+    limit: float = 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,6 +381,7 @@ CASES = [
         ),
         {"06": "lost"},
         ("timed out",),
+        limit=HANG_LIMIT,
     ),
     Case(
         "megabytes-of-output",
@@ -626,6 +636,7 @@ CASES = [
         ),
         {"06": "lost"},
         ("timed out",),
+        limit=HANG_LIMIT,
     ),
     Case(
         "answers-hint",
@@ -724,10 +735,9 @@ CASES = [
 # ---------------------------------------------------------------------------------------------
 
 
-# Each test's time limit, which each test a case hangs in is held to (three tests of lab 06, one
-# after the other: the longest submission of the corpus). Without a GPU the slowest test of the
-# control takes 2.5 s on two cores; with one, lab 02's speed test took more than 15 s on an H200
-# while make test's other pytest processes shared the machine.
+# Each test's time limit. Without a GPU the slowest test of the control takes 2.5 s on two cores;
+# with one, lab 02's speed test took more than 15 s on an H200 while make test's other pytest
+# processes shared the machine.
 TEST_LIMIT = 10
 GPU_TEST_LIMIT = 40
 
@@ -754,6 +764,22 @@ def test_the_corpus_has_at_least_sixty_cases_with_distinct_names():
     # Without a GPU (CI) most of the corpus is still graded: only kernel attacks with nothing to
     # show there are left out.
     assert 45 <= sum(map(shows_without_a_gpu, CASES)) < len(CASES)
+
+
+Part = tuple[Path, list, GradeOptions, bool]  # output folder, submissions, options, GPUs hidden
+
+
+def _by_limit(part: Part, limits: dict[str, float]) -> list[Part]:
+    """`part`, less the submissions of `limits` (student id: seconds), and a part for each of
+    their limits, graded with each test held to it."""
+    out, entries, options, hidden = part
+    split = [(out, [e for e in entries if e[0] not in limits], options, hidden)]
+    for limit in sorted(set(limits.values())):
+        held = [e for e in entries if limits.get(e[0]) == limit]
+        if held:
+            quick = replace(options, run=replace(options.run, timeout=limit))
+            split.append((out / f"held-to-{limit:g}s", held, quick, hidden))
+    return split
 
 
 # The corpus is graded in halves, two tests: under pytest-xdist (make test) without a GPU they run
@@ -809,6 +835,9 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
             (out / "gpu", [e for e in entries if e[0] in on_the_gpu], options, False),
             (out / "no-gpu", [e for e in entries if e[0] not in on_the_gpu], without, True),
         ]
+    # The cases that hang are graded apart, their tests held to their own limit (Case.limit).
+    limits = {student_id_for(Path(c.name)): c.limit for c in cases if c.limit}
+    parts = [part for whole in parts for part in _by_limit(whole, limits)]
     scores: dict[str, SubmissionScore] = {}
     out_of: dict[str, Path] = {}  # each student's part's output folder
     for part_out, part_entries, part_options, hidden in parts:
