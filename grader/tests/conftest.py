@@ -302,6 +302,18 @@ class RealHarness:
         settings = BuildConfig(cuda_arch=self.cuda_arch, timeout=timeout)
         return build_for_this_machine(settings, visible_gpus())[0]
 
+    def options(self, labs: list, work_root: Path, test_limit: float) -> GradeOptions:
+        """A grading run that reads this harness and never builds it (the other tests read it
+        meanwhile), each test held to `test_limit` seconds."""
+        return GradeOptions(
+            labs=labs,
+            build=self.build(timeout=240),
+            run=RunConfig(timeout=test_limit),
+            work_root=work_root,
+            harness_dir=self.folder,
+            harness_built=True,
+        )
+
     @contextmanager
     def gpu_turn(self) -> Iterator[None]:
         """Where there is a GPU, one test at a time grades on it inside this, whichever

@@ -805,14 +805,7 @@ def test_hostile_submissions_get_what_they_deserve_and_the_reference_keeps_full_
     cases = [case for case in CASES if on_gpu or shows_without_a_gpu(case)][half :: len(HALVES)]
     for case in cases:
         case.make(reference, klass / case.name)
-    options = GradeOptions(
-        labs=labs,
-        build=real_harness.build(timeout=240),
-        run=RunConfig(timeout=GPU_TEST_LIMIT if on_gpu else TEST_LIMIT),
-        work_root=tmp_path / "work",
-        harness_dir=real_harness.folder,
-        harness_built=True,
-    )
+    options = real_harness.options(labs, tmp_path / "work", GPU_TEST_LIMIT if on_gpu else TEST_LIMIT)
     notes: list[str] = []
     entries = find_submissions([klass], notes)
     out = Path(os.environ.get("KIT_HOSTILE_OUT", tmp_path)) / HALVES[half]

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from grader.pipeline.collect import submission_from_files
-from grader.pipeline.grade import GradeOptions, grade_submission
+from grader.pipeline.grade import grade_submission
 from grader.pipeline.harness import MANIFESTS, harness_config
-from grader.pipeline.run import RunConfig
 from grader.rubric import find_kit_root, load_kit
 from grader.staff.mutants import reference_files
 
@@ -34,14 +33,7 @@ def test_lab02_reference_builds_runs_and_earns_every_point_that_can_run(tmp_path
     submission = submission_from_files("reference", reference_files(kit, [lab]), kit)
     assert submission.refused == [], "the source screen refuses the reference"
 
-    options = GradeOptions(
-        labs=[lab],
-        build=real_harness.build(timeout=1200),
-        run=RunConfig(timeout=300),
-        work_root=tmp_path,
-        harness_dir=real_harness.folder,
-        harness_built=True,
-    )
+    options = real_harness.options([lab], tmp_path, test_limit=300)
     with real_harness.gpu_turn():
         score = grade_submission(kit, submission, options)
 

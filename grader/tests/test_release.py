@@ -21,8 +21,7 @@ import pytest
 from grader.errors import GraderError
 from grader.pipeline.build import BuildConfig
 from grader.pipeline.collect import find_submissions
-from grader.pipeline.grade import GradeOptions, grade_class
-from grader.pipeline.run import RunConfig
+from grader.pipeline.grade import grade_class
 from grader.progress import QuietProgress
 from grader.rubric import find_kit_root, load_kit
 from grader.staff.mutants import reference_files
@@ -134,14 +133,7 @@ def test_a_zip_from_submit_grades_exactly_as_the_same_files_in_a_folder(unpacked
     for name, data in reference.items():
         (folder / Path(name).name).parent.mkdir(parents=True, exist_ok=True)
         (folder / Path(name).name).write_bytes(data)
-    options = GradeOptions(
-        labs=[LAB06],
-        build=real_harness.build(timeout=240),
-        run=RunConfig(timeout=30),
-        work_root=tmp_path / "work",
-        harness_dir=real_harness.folder,
-        harness_built=True,
-    )
+    options = real_harness.options([LAB06], tmp_path / "work", test_limit=30)
     entries = find_submissions([tmp_path / "class"], [])
     with real_harness.gpu_turn():
         scores = {
