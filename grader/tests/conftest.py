@@ -22,7 +22,7 @@ import pytest
 from grader.pipeline.build import BuildConfig
 from grader.pipeline.grade import GradeOptions
 from grader.pipeline.run import RunConfig
-from grader.rubric import Kit, load_kit
+from grader.rubric import Kit, Lab, load_kit
 
 FAKES = Path(__file__).parent / "fakes"
 
@@ -302,7 +302,7 @@ class RealHarness:
         settings = BuildConfig(cuda_arch=self.cuda_arch, timeout=timeout)
         return build_for_this_machine(settings, visible_gpus())[0]
 
-    def options(self, labs: list, work_root: Path, test_limit: float) -> GradeOptions:
+    def options(self, labs: list[Lab], work_root: Path, test_limit: float) -> GradeOptions:
         """A grading run that reads this harness and never builds it (the other tests read it
         meanwhile), each test held to `test_limit` seconds."""
         return GradeOptions(
@@ -335,7 +335,7 @@ REAL_HARNESS_LABS = ("02", "06")
 def kit_build_as_harness(build: Path, harness: RealHarness) -> bool:
     """Whether make test's build of the kit (`build`) grades exactly as a harness the grader would
     build here for `harness.cuda_arch`, so that the tests may read it instead of compiling the
-    kit a second time (about 70 s of CPU on two cores, a quarter of pytest's). It must be the
+    kit a second time (about 70 s of CPU on two cores). It must be the
     build of this kit, hold the manifests of REAL_HARNESS_LABS, and carry every setting the
     grader passes to CMake (build type, architectures, probes) with the same value. The one
     setting that differs, KIT_KERNELS (make test builds the reference kernels, a harness the
