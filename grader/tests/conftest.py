@@ -391,8 +391,7 @@ def _real_harness_setup(tmp_path_factory: pytest.TempPathFactory) -> RealHarness
     from grader.engine.schedule import visible_gpus
 
     root = session_folder(tmp_path_factory)
-    folder = root / "real-harness"
-    folder.mkdir(exist_ok=True)
+    folder = root / "real-harness"  # made by `real_harness`, through made_once
     # The GPU's own architecture where there is one (the kit's choice); else 75 alone, to be quick.
     arch = os.environ.get("KIT_TEST_CUDA_ARCH") or (None if visible_gpus() else "75")
     harness = RealHarness(folder, arch, root)
@@ -403,7 +402,7 @@ def _real_harness_setup(tmp_path_factory: pytest.TempPathFactory) -> RealHarness
 
 
 @pytest.fixture
-def real_harness(_real_harness_setup: RealHarness) -> RealHarness:
+def real_harness(_real_harness_setup: RealHarness, tmp_path_factory: pytest.TempPathFactory) -> RealHarness:
     """The shared harness: make test's build where it serves (`kit_build_as_harness`), else built
     for REAL_HARNESS_LABS by the first test that asks, whichever pytest-xdist process runs it,
     while the others wait; after that the tests only read it. A test grades on the GPU inside
@@ -415,13 +414,14 @@ def real_harness(_real_harness_setup: RealHarness) -> RealHarness:
     setup = _real_harness_setup
     if setup.prebuilt:
         return setup
-    with exclusive(setup.locks / "real-harness.lock"):
-        built = setup.folder / "built-for-the-tests"
-        if not built.exists():
-            kit = load_kit(find_kit_root())
-            labs = kit.select(list(REAL_HARNESS_LABS))
-            prepare_harness(kit, labs, setup.folder, setup.build(timeout=1200), RunConfig())
-            built.write_text(",".join(REAL_HARNESS_LABS) + "\n")
+
+    def build(folder: Path) -> None:
+        kit = load_kit(find_kit_root())
+        prepare_harness(
+            kit, kit.select(list(REAL_HARNESS_LABS)), folder, setup.build(timeout=1200), RunConfig()
+        )
+
+    made_once(tmp_path_factory, setup.folder.name, build)
     return setup
 
 

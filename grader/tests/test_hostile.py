@@ -63,9 +63,8 @@ class Case:
     # words its feedback must show then (without one its GPU tests skip, and the CPU half holds).
     gpu_points: dict[str, str] | None = None
     gpu_feedback: tuple[str, ...] = ()
-    # Each test held to this many seconds instead of TEST_LIMIT: a case whose attack is a test
-    # that never ends spins a core until the limit stops it, and its other tests take
-    # milliseconds. Graded in a part of its own (0: the part's limit).
+    # Each test held to this many seconds instead of the part's limit (HANG_LIMIT says why), in
+    # a part of its own; 0: the part's limit.
     limit: float = 0
 
 
