@@ -2,6 +2,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -118,93 +119,159 @@ class L2Reset {
   bool persisting_ = false;
 };
 
-}  // namespace
-
-namespace {
-
-Timing summarize(std::vector<double>& times, Timing t, int repeats) {
-  std::sort(times.begin(), times.end());
-  t.repeats = repeats;
-  t.min_ms = times.front();
-  t.max_ms = times.back();
-  const std::size_t mid = times.size() / 2;
-  t.median_ms = times.size() % 2 ? times[mid] : 0.5 * (times[mid - 1] + times[mid]);
-  return t;
-}
-
-}  // namespace
-
-Timing time_on_device(const std::function<void()>& launch, TimingOptions options,
-                      const TimedCallHooks& hooks) {
-  if (options.repeats < 1 || options.warmup < 0) {
-    throw std::invalid_argument("time_on_device: repeats must be at least 1 and warmup at least 0");
-  }
-  const ExclusiveGpu alone;  // no other process's work in the timings
-  const L2Reset l2;
-  int call = 0;
-  for (int i = 0; i < options.warmup; ++i, ++call) {
-    if (hooks.before) hooks.before(call);
-    launch();
-    KIT_CUDA_CHECK(cudaDeviceSynchronize());
-    if (hooks.after) hooks.after(call);
+// Times one repeat at a time, each the same way: the L2 flushed first, then either between two
+// events behind a held stream, or (in a judge) by the host clock from request to reply.
+class RepeatTimer {
+ public:
+  RepeatTimer() : remote_(remote::calls_are_remote()) {
+    if (remote_) {
+      timed_.emplace();
+    } else {
+      events_.emplace();
+      release_.emplace();
+    }
   }
 
-  std::vector<double> times;
-  times.reserve(options.repeats);
-  Timing t;
-  if (remote::calls_are_remote()) {
-    // A judge's calls run in a worker's CUDA context, which this process's events cannot see:
-    // each is timed by the host clock from request to reply, which comes after the worker's
-    // device is idle (kit/remote.hpp). The reference is timed the same way in its own worker.
-    // The worker leaves shared memory as it is during these calls: its fill is not timed.
-    const remote::TimedCalls timed;
-    for (int i = 0; i < options.repeats; ++i, ++call) {
-      if (hooks.before) hooks.before(call);
-      l2.flush(i);
+  // The call's time in milliseconds; `launch` has its inputs already.
+  double time(const std::function<void()>& launch, int repeat, Timing& t) {
+    l2_.flush(repeat);
+    if (remote_) {
+      // A judge's calls run in a worker's CUDA context, which this process's events cannot see:
+      // each is timed by the host clock from request to reply, which comes after the worker's
+      // device is idle (kit/remote.hpp). The reference is timed the same way in its own worker.
+      // The worker leaves shared memory as it is during these calls: its fill is not timed.
       KIT_CUDA_CHECK(cudaDeviceSynchronize());
       const auto start = std::chrono::steady_clock::now();
       launch();
       KIT_CUDA_CHECK(cudaDeviceSynchronize());
-      times.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count());
       ++t.device_wide_repeats;
-      if (hooks.after) hooks.after(call);
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+          .count();
     }
-    return summarize(times, t, options.repeats);
-  }
-  EventPair events;
-  ReleaseFlag release;
-  for (int i = 0; i < options.repeats; ++i, ++call) {
-    if (hooks.before) hooks.before(call);
-    l2.flush(i);
-    release.set(0);
-    hold_stream<<<1, 1>>>(release.device, kMaxHoldNs);
+    release_->set(0);
+    hold_stream<<<1, 1>>>(release_->device, kMaxHoldNs);
     KIT_CHECK_LAUNCH();
-    KIT_CUDA_CHECK(cudaEventRecord(events.start));
+    KIT_CUDA_CHECK(cudaEventRecord(events_->start));
     const auto host_start = std::chrono::steady_clock::now();
     launch();
-    KIT_CUDA_CHECK(cudaEventRecord(events.stop));
-    release.set(1);
-    KIT_CUDA_CHECK(cudaEventSynchronize(events.stop));
+    KIT_CUDA_CHECK(cudaEventRecord(events_->stop));
+    release_->set(1);
+    KIT_CUDA_CHECK(cudaEventSynchronize(events_->stop));
     float ms = 0;
-    KIT_CUDA_CHECK(cudaEventElapsedTime(&ms, events.start, events.stop));
+    KIT_CUDA_CHECK(cudaEventElapsedTime(&ms, events_->start, events_->stop));
     // Work on a stream that does not wait for the default one is not between the events; the
     // host clock from the launch to an idle device is then the honest, if noisier, figure.
     KIT_CUDA_CHECK(cudaDeviceSynchronize());
     const double host_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start)
             .count();
+    l2_.require_no_persisting_lines();
     if (host_ms > ms + kDeviceWideSlackMs + kDeviceWideSlackShare * ms) {
-      times.push_back(host_ms);
       ++t.device_wide_repeats;
-    } else {
-      times.push_back(ms);
+      return host_ms;
     }
-    l2.require_no_persisting_lines();
-    if (hooks.after) hooks.after(call);
+    return ms;
   }
-  return summarize(times, t, options.repeats);
+
+ private:
+  bool remote_;
+  L2Reset l2_;
+  std::optional<remote::TimedCalls> timed_;
+  std::optional<EventPair> events_;
+  std::optional<ReleaseFlag> release_;
+};
+
+// A warm-up call: not timed, but given its inputs and checked like a timed one.
+void warm_up(const std::function<void()>& launch, const TimedCallHooks& hooks, int call) {
+  if (hooks.before) hooks.before(call);
+  launch();
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  if (hooks.after) hooks.after(call);
+}
+
+// One timed call with its hooks around it.
+double timed_call(RepeatTimer& timer, const std::function<void()>& launch,
+                  const TimedCallHooks& hooks, int call, int repeat, Timing& t) {
+  if (hooks.before) hooks.before(call);
+  const double ms = timer.time(launch, repeat, t);
+  if (hooks.after) hooks.after(call);
+  return ms;
+}
+
+void check_options(const TimingOptions& options, const char* who) {
+  if (options.repeats < 1 || options.warmup < 0) {
+    throw std::invalid_argument(std::string(who) +
+                                ": repeats must be at least 1 and warmup at least 0");
+  }
+}
+
+Timing summarize(std::vector<double> times, Timing t, int repeats) {
+  std::sort(times.begin(), times.end());
+  t.repeats = repeats;
+  t.min_ms = times.front();
+  t.max_ms = times.back();
+  t.median_ms = median_of(times);
+  return t;
+}
+
+}  // namespace
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) throw std::invalid_argument("median_of: no values");
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+Timing time_on_device(const std::function<void()>& launch, TimingOptions options,
+                      const TimedCallHooks& hooks) {
+  check_options(options, "time_on_device");
+  const ExclusiveGpu alone;  // no other process's work in the timings
+  RepeatTimer timer;
+  int call = 0;
+  for (int i = 0; i < options.warmup; ++i) warm_up(launch, hooks, call++);
+  std::vector<double> times;
+  times.reserve(options.repeats);
+  Timing t;
+  for (int i = 0; i < options.repeats; ++i) {
+    times.push_back(timed_call(timer, launch, hooks, call++, i, t));
+  }
+  return summarize(std::move(times), t, options.repeats);
+}
+
+TimedTurns time_in_turns(const std::function<void()>& first, const std::function<void()>& second,
+                         TimingOptions options, const TimedCallHooks& first_hooks,
+                         const TimedCallHooks& second_hooks) {
+  check_options(options, "time_in_turns");
+  const ExclusiveGpu alone;
+  RepeatTimer timer;
+  int first_call = 0, second_call = 0;
+  for (int i = 0; i < options.warmup; ++i) {
+    warm_up(first, first_hooks, first_call++);
+    warm_up(second, second_hooks, second_call++);
+  }
+  std::vector<double> a, b, ratios;
+  TimedTurns turns;
+  for (int i = 0; i < options.repeats; ++i) {
+    // First then second, then the other way round: neither always runs right after the other,
+    // so a clock still ramping up, or a cache or driver warmed by the one before, favours
+    // neither side.
+    double first_ms = 0, second_ms = 0;
+    if (i % 2 == 0) {
+      first_ms = timed_call(timer, first, first_hooks, first_call++, i, turns.first);
+      second_ms = timed_call(timer, second, second_hooks, second_call++, i, turns.second);
+    } else {
+      second_ms = timed_call(timer, second, second_hooks, second_call++, i, turns.second);
+      first_ms = timed_call(timer, first, first_hooks, first_call++, i, turns.first);
+    }
+    a.push_back(first_ms);
+    b.push_back(second_ms);
+    ratios.push_back(second_ms / first_ms);
+  }
+  turns.first = summarize(std::move(a), turns.first, options.repeats);
+  turns.second = summarize(std::move(b), turns.second, options.repeats);
+  turns.median_ratio = median_of(std::move(ratios));
+  return turns;
 }
 
 }  // namespace kit

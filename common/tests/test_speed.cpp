@@ -16,6 +16,7 @@ kit::TimeRatio measured(double candidate_ms, double baseline_ms) {
   r.candidate.repeats = 21;
   r.baseline.median_ms = baseline_ms;
   r.baseline.repeats = 21;
+  r.median_ratio = candidate_ms / baseline_ms;
   return r;
 }
 
@@ -31,7 +32,8 @@ TEST_CASE("speed comparison scores the slowest trial against the reference", "[c
   const std::string report = speed.report();
   CHECK_THAT(report,
              ContainsSubstring("TILE_WIDTH 16: your kernel 3 ms, reference tiled kernel 2 ms") &&
-                 ContainsSubstring("median of 21 runs, width 1024") &&
+                 ContainsSubstring("median of 21 runs each, width 1024") &&
+                 ContainsSubstring("your time over its time: 1.5") &&
                  ContainsSubstring("TILE_WIDTH 32"));
 }
 

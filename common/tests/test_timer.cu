@@ -88,6 +88,59 @@ TEST_CASE("every timed call gets its hooks before and after it in order", "[comm
   CHECK(seen == std::vector<int>{0, -1, 1, -2, 2, -3, 3, -4, 4, -5});
 }
 
+TEST_CASE("two launches timed in turns each get their own hooks, turn by turn", "[common][gpu]") {
+  KIT_REQUIRE_GPU();
+  std::vector<int> seen;  // 100 + call for the first launch's hooks, 200 + call for the second's
+  const auto hooks = [&seen](int side) {
+    kit::TimedCallHooks h;
+    h.before = [&seen, side](int call) { seen.push_back(side + call); };
+    return h;
+  };
+  const auto launch = [] {
+    spin<<<1, 1>>>(1000);
+    KIT_CHECK_LAUNCH();
+  };
+  const kit::TimedTurns turns = kit::time_in_turns(launch, launch, kit::TimingOptions{1, 3},
+                                                   hooks(100), hooks(200));
+  // The warm-ups, then first-second, second-first, first-second.
+  CHECK(seen == std::vector<int>{100, 200, 101, 201, 202, 102, 103, 203});
+  CHECK(turns.first.repeats == 3);
+  CHECK(turns.second.repeats == 3);
+}
+
+// Timed ([performance], so CTest runs it alone): whatever slows the GPU's work for most of the
+// timing, as the driver's work for other GPUs of a node did, must not move the ratio when it
+// slows both sides of each turn. Timed one launch's repeats after the other's, the same slowdown
+// falling on the second's repeats alone would give a ratio of about 5.
+TEST_CASE("a slowdown that lasts several turns slows both launches of a turn alike",
+          "[common][performance][gpu]") {
+  KIT_REQUIRE_GPU();
+  const kit::TimingOptions options{2, 21};
+  int launches = 0;
+  // Turns 2 to 15 of the 23 (two warm-up turns first) take 5 ms a launch instead of 1 ms: more
+  // than half of the timed repeats, so each side's median is a slowed one.
+  const auto launch = [&launches] {
+    const int turn = launches++ / 2;
+    const bool slowed = turn >= 2 && turn < 16;
+    spin<<<1, 1>>>(slowed ? 5'000'000ull : 1'000'000ull);
+    KIT_CHECK_LAUNCH();
+  };
+  const kit::TimedTurns turns = kit::time_in_turns(launch, launch, options);
+  CAPTURE(turns.first.median_ms, turns.second.median_ms, turns.median_ratio);
+  CHECK(turns.first.median_ms > 4.5);
+  CHECK(turns.second.median_ms > 4.5);
+  CHECK(turns.median_ratio > 0.95);
+  CHECK(turns.median_ratio < 1.05);
+}
+
+TEST_CASE("the median of an odd count is the middle value, of an even count the middle two's mean",
+          "[common]") {
+  CHECK(kit::median_of({3.0, 1.0, 2.0}) == 2.0);
+  CHECK(kit::median_of({4.0, 1.0, 3.0, 2.0}) == 2.5);
+  CHECK(kit::median_of({7.0}) == 7.0);
+  CHECK_THROWS_WITH(kit::median_of({}), ContainsSubstring("no values"));
+}
+
 // Timed: another process's kernels on the GPU would make a plain launch look device-wide (seen
 // once on the H100 under ctest -j 16), so CTest runs it alone ([performance]).
 TEST_CASE("work launched on a side stream is timed until the whole device is idle",

@@ -66,7 +66,8 @@ Comparison compare_with_diagnoses(const std::vector<float>& P, const MatmulProbl
 struct TimeRatio {
   Timing candidate;
   Timing baseline;
-  double ratio() const { return candidate.median_ms / baseline.median_ms; }
+  double median_ratio = 0;  // of the candidate's time over the baseline's, turn by turn
+  double ratio() const { return median_ratio; }
 };
 TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate,
                      const MatmulLaunch& baseline, TimingOptions options = {});

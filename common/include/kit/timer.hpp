@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 namespace kit {
 
@@ -37,5 +38,23 @@ struct TimedCallHooks {
 // device is idle (docs/design/tests.md, "Timing").
 Timing time_on_device(const std::function<void()>& launch, TimingOptions options = {},
                       const TimedCallHooks& hooks = {});
+
+// Two launches timed in turns, repeat by repeat (first then second, then second then first), each
+// repeat as time_on_device times it, within one ExclusiveGpu. Whatever slows the machine for a
+// while (another GPU's work in the driver, a busy host) then lands on both sides of a turn, where
+// timing one launch's repeats and then the other's put it on one side alone (docs/design/tests.md,
+// "Timing"). median_ratio is the median over the repeats of second's time over first's in the
+// same turn. Each side's calls are numbered from 0 for its own hooks.
+struct TimedTurns {
+  Timing first;
+  Timing second;
+  double median_ratio = 0;
+};
+TimedTurns time_in_turns(const std::function<void()>& first, const std::function<void()>& second,
+                         TimingOptions options = {}, const TimedCallHooks& first_hooks = {},
+                         const TimedCallHooks& second_hooks = {});
+
+// The median of the values (the mean of the middle two for an even count); throws when empty.
+double median_of(std::vector<double> values);
 
 }  // namespace kit
