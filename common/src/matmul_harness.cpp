@@ -197,6 +197,7 @@ Comparison compare_with_diagnoses(const std::vector<float>& P, const MatmulProbl
 
 TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate,
                      const MatmulLaunch& baseline, TimingOptions options) {
+  wait_for_the_gpu_asleep();  // before the judge's context, which these buffers make
   DeviceBuffer<float> d_M(problem.M.size()), d_N(problem.N.size());
   DeviceBuffer<float> d_P(static_cast<std::size_t>(problem.rows) * problem.cols);
   // The check reads its own copies of the inputs, never handed to the timed code: code in
@@ -234,10 +235,10 @@ TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate
   // In turns, call by call: whatever slows the machine for a while slows both sides of a turn
   // alike (kit/timer.hpp). Timed one after the other, a student lost a speed credit to a ratio
   // of 8.7 that was 0.94 in the next grading (bench/RESULTS.md, "Every GPU of a node").
-  const TimedTurns turns = time_in_turns(
-      [&] { baseline(d_M.data(), d_N.data(), d_P.data()); },
-      [&] { candidate(d_M.data(), d_N.data(), d_P.data()); }, options,
-      hooks_for("the kit's yardstick", 1), hooks_for("your kernel", 2));
+  const TimedTurns turns =
+      time_in_turns([&] { baseline(d_M.data(), d_N.data(), d_P.data()); },
+                    [&] { candidate(d_M.data(), d_N.data(), d_P.data()); }, options,
+                    hooks_for("the kit's yardstick", 1), hooks_for("your kernel", 2));
   TimeRatio r;
   r.baseline = turns.first;
   r.candidate = turns.second;

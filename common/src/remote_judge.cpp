@@ -176,12 +176,15 @@ class Worker {
 
   void start() {
     const std::string program = path();
-    // The grader confines the worker: its command (sandbox, limits) comes first, one argument a
-    // line; unconfined (make check, CTest) the worker runs as it is.
+    // The grader confines each worker: its command (sandbox, limits) comes first, one argument a
+    // line; unconfined (make check, CTest) the worker runs as it is. The reference's worker is the
+    // kit's own code, confined so that it sees its lane's GPU alone (grader/pipeline/run.py,
+    // worker_env).
     std::vector<std::string> argv;
-    // Only the student's worker: the reference's is the kit's own code, built with the judge.
-    const bool confined = role_ == Role::student;
-    if (const char* prefix = std::getenv("KIT_WORKER_COMMAND"); prefix != nullptr && confined) {
+    const bool student = role_ == Role::student;
+    if (const char* prefix =
+            std::getenv(student ? "KIT_WORKER_COMMAND" : "KIT_REFERENCE_WORKER_COMMAND");
+        prefix != nullptr) {
       argv = split_lines(prefix);
     }
     argv.push_back(program);
@@ -189,7 +192,7 @@ class Worker {
     for (std::string& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
     std::vector<std::string> kept;
-    const char* home = confined ? std::getenv("KIT_WORKER_HOME") : nullptr;  // its own folder
+    const char* home = std::getenv(student ? "KIT_WORKER_HOME" : "KIT_REFERENCE_WORKER_HOME");
     for (char** e = environ; *e != nullptr; ++e) {
       const std::string entry = *e;
       const bool place = entry.rfind("HOME=", 0) == 0 || entry.rfind("TMPDIR=", 0) == 0;

@@ -1,8 +1,6 @@
 // What the student's worker holds of the device, read from outside it: the driver's own count
-// per process (NVML), never a figure the worker's code could change. NVML is opened at run
-// time, so that the kit builds and its host-only tests run where there is no driver.
+// per process (NVML, kit/nvml.hpp), never a figure the worker's code could change.
 #include <dirent.h>
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -11,52 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "kit/nvml.hpp"
 #include "kit/remote.hpp"
 
 namespace kit::remote {
 namespace {
-
-// The few NVML declarations used here (nvml.h is not part of every toolkit install).
-using nvmlReturn_t = int;
-using nvmlDevice_t = void*;
-struct nvmlProcessInfo_t {
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
-  unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
-};
-
-struct Nvml {
-  nvmlReturn_t (*init)() = nullptr;
-  nvmlReturn_t (*count)(unsigned int*) = nullptr;
-  nvmlReturn_t (*handle)(unsigned int, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*processes)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*) = nullptr;
-  std::string problem;
-};
-
-const Nvml& nvml() {
-  static const Nvml loaded = [] {
-    Nvml n;
-    void* library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr) {
-      n.problem = "NVML (libnvidia-ml.so.1) is not installed here";
-      return n;
-    }
-    n.init = reinterpret_cast<decltype(n.init)>(dlsym(library, "nvmlInit_v2"));
-    n.count = reinterpret_cast<decltype(n.count)>(dlsym(library, "nvmlDeviceGetCount_v2"));
-    n.handle =
-        reinterpret_cast<decltype(n.handle)>(dlsym(library, "nvmlDeviceGetHandleByIndex_v2"));
-    n.processes = reinterpret_cast<decltype(n.processes)>(
-        dlsym(library, "nvmlDeviceGetComputeRunningProcesses_v3"));
-    if (!n.init || !n.count || !n.handle || !n.processes) {
-      n.problem = "this NVML lacks nvmlDeviceGetComputeRunningProcesses_v3";
-    } else if (n.init() != 0) {
-      n.problem = "nvmlInit failed";
-    }
-    return n;
-  }();
-  return loaded;
-}
 
 // `pid` and every process below it (the worker may run under the grader's sandbox, whose
 // first process starts it).
@@ -88,7 +45,7 @@ long long worker_device_memory(std::string* why) {
 }
 
 long long process_device_memory(long pid, std::string* why) {
-  const Nvml& n = nvml();
+  const nvml::Library& n = nvml::library();
   auto fail = [why](const std::string& text) {
     if (why != nullptr) *why = text;
     return -1LL;
@@ -96,14 +53,24 @@ long long process_device_memory(long pid, std::string* why) {
   if (!n.problem.empty()) return fail(n.problem);
   if (pid <= 0) return fail("no worker is running");
   const std::set<long> worker = family(pid);
-  unsigned int devices = 0;
-  if (n.count(&devices) != 0) return fail("nvmlDeviceGetCount failed");
+  // The lane's GPU alone where it is known: the worker sees no other (the sandbox shows it that
+  // GPU's node), and a judge polls every 100 ms, so asking each GPU of a node of four about its
+  // processes made four times the driver's work, for every judge on the node.
+  std::vector<nvml::Device> devices;
+  if (nvml::Device lane = nvml::lane_device(); lane != nullptr) {
+    devices.push_back(lane);
+  } else {
+    unsigned int count = 0;
+    if (n.count(&count) != 0) return fail("nvmlDeviceGetCount failed");
+    for (unsigned int i = 0; i < count; ++i) {
+      nvml::Device device = nullptr;
+      if (n.handle(i, &device) == 0) devices.push_back(device);
+    }
+  }
   long long bytes = 0;
   bool seen = false;  // this process or one of the worker's
-  for (unsigned int i = 0; i < devices; ++i) {
-    nvmlDevice_t device = nullptr;
-    if (n.handle(i, &device) != 0) continue;
-    std::vector<nvmlProcessInfo_t> list(256);
+  for (nvml::Device device : devices) {
+    std::vector<nvml::ProcessInfo> list(256);
     unsigned int size = static_cast<unsigned int>(list.size());
     if (n.processes(device, &size, list.data()) != 0) continue;
     for (unsigned int p = 0; p < size && p < list.size(); ++p) {

@@ -33,8 +33,7 @@ void SpeedComparison::time(const std::string& label, const MatmulProblem& proble
 
 void SpeedComparison::record(const std::string& label, const TimeRatio& ratio, int width,
                              bool against_reference) {
-  if (!(ratio.baseline.median_ms > 0) || !(ratio.candidate.median_ms > 0) ||
-      !(ratio.ratio() > 0)) {
+  if (!(ratio.baseline.median_ms > 0) || !(ratio.candidate.median_ms > 0) || !(ratio.ratio() > 0)) {
     throw std::invalid_argument("SpeedComparison: trial '" + label +
                                 "' has a time that is not positive; it was not measured");
   }
@@ -66,8 +65,9 @@ std::string SpeedComparison::report() const {
     if (t.against_reference) {
       out << "your kernel " << t.ratio.candidate.median_ms << " ms, " << reference_name_ << " "
           << t.ratio.baseline.median_ms << " ms (median of " << t.ratio.candidate.repeats
-          << " runs each, width " << t.width << "); timed in turns, your time over its time: "
-          << t.ratio.ratio() << " (the median of the turns)\n";
+          << " runs each, width " << t.width
+          << "); timed in turns, your time over its time: " << t.ratio.ratio()
+          << " (the median of the turns)\n";
     } else {
       out << "your kernel takes " << t.ratio.ratio() << "x the time of cuBLAS ("
           << t.ratio.candidate.median_ms << " ms vs " << t.ratio.baseline.median_ms << " ms, width "

@@ -3,10 +3,12 @@
 // without a GPU; the others need none.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <chrono>
@@ -18,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kit/gpu.hpp"
 #include "kit/matrix.hpp"
 #include "kit/poison.hpp"
 #include "kit/remote.hpp"
@@ -224,6 +227,33 @@ TEST_CASE("the worker gets only what a CUDA program needs of the judge's environ
   kit::remote::stop_worker(role);
 }
 
+TEST_CASE("the student's and the reference's workers each start with their own role's command",
+          "[common][remote]") {
+  // The grader confines both, each in a folder of its own (grader/pipeline/run.py, worker_env):
+  // a command of one argument a line, to which the judge adds the worker's executable.
+  const Role reference = kit::remote::judge_role(Role::reference, KIT_TEST_WORKER);
+  kit::remote::stop_worker(role);
+  kit::remote::stop_worker(reference);
+  setenv("KIT_WORKER_COMMAND", "/usr/bin/env\nKIT_STARTED_AS=student", 1);
+  setenv("KIT_WORKER_HOME", "/tmp/kit-student-home", 1);
+  setenv("KIT_REFERENCE_WORKER_COMMAND", "/usr/bin/env\nKIT_STARTED_AS=reference", 1);
+  setenv("KIT_REFERENCE_WORKER_HOME", "/tmp/kit-reference-home", 1);
+  const auto asked = [](Role r, const char* name) {
+    return call<remote_test::Getenv, std::string>(r, std::string(name));
+  };
+  CHECK(asked(role, "KIT_STARTED_AS") == "student");
+  CHECK(asked(role, "HOME") == "/tmp/kit-student-home");
+  CHECK(asked(reference, "KIT_STARTED_AS") == "reference");
+  CHECK(asked(reference, "HOME") == "/tmp/kit-reference-home");
+  CHECK(asked(reference, "TMPDIR") == "/tmp/kit-reference-home");
+  for (const char* name : {"KIT_WORKER_COMMAND", "KIT_WORKER_HOME", "KIT_REFERENCE_WORKER_COMMAND",
+                           "KIT_REFERENCE_WORKER_HOME"}) {
+    unsetenv(name);
+  }
+  kit::remote::stop_worker(role);
+  kit::remote::stop_worker(reference);
+}
+
 TEST_CASE("a pointer that is not the judge's device memory crosses as its bare address",
           "[common][remote]") {
   // A launch must refuse bad arguments before it touches its pointers; the worker gets the
@@ -275,6 +305,41 @@ TEST_CASE("a call that never touches the device costs the worker no CUDA context
   // One that does gets its context and its errors checked after the call, as before.
   CHECK_NOTHROW(call<remote_test::Hog>(role, 64, 0));
   CHECK(kit::remote::worker_device_memory(&why) > 0);  // so the zero above was read, not assumed
+  kit::remote::stop_worker(role);
+}
+
+TEST_CASE("a judge told its GPU's PCI address finds and watches that GPU without starting CUDA",
+          "[common][remote][gpu]") {
+  // The grader tells a judge on a placed lane its GPU's address (KIT_GPU_BUS_ID): the judge runs
+  // unconfined, and CUDA started where every GPU's node is in view initializes each of them.
+  // The first GPU in PCI order, which is CUDA's device 0 among GPUs of one model, so that the
+  // worker's context is on it.
+  std::vector<std::string> addresses;
+  if (DIR* gpus = ::opendir("/proc/driver/nvidia/gpus")) {
+    while (const dirent* entry = ::readdir(gpus)) {
+      if (entry->d_name[0] != '.') addresses.emplace_back(entry->d_name);
+    }
+    ::closedir(gpus);
+  }
+  if (addresses.empty()) SKIP("no NVIDIA driver here");
+  std::sort(addresses.begin(), addresses.end());
+  REQUIRE(::setenv("KIT_GPU_BUS_ID", addresses.front().c_str(), 1) == 0);
+  const kit::GpuStatus& gpu = kit::gpu_status();  // this process's first ask
+  CAPTURE(addresses.front(), gpu.reason);
+  REQUIRE(gpu.usable);
+  CHECK_FALSE(gpu.name.empty());
+  CHECK(gpu.cc_major >= 7);
+  CHECK_FALSE(kit::remote::driver_loaded());
+  CHECK_FALSE(kit::has_cuda_context());  // and asking made none either
+  CHECK_FALSE(kit::remote::driver_loaded());
+  // The watch of the worker's device memory asks that GPU alone, and still sees the worker.
+  kit::remote::stop_worker(role);
+  CHECK_NOTHROW(call<remote_test::Hog>(role, 64, 0));
+  std::string why;
+  const long long held = kit::remote::worker_device_memory(&why);
+  CAPTURE(why);
+  CHECK(held > 0);  // its context, listed on that GPU
+  CHECK_FALSE(kit::remote::driver_loaded());
   kit::remote::stop_worker(role);
 }
 

@@ -100,8 +100,8 @@ TEST_CASE("two launches timed in turns each get their own hooks, turn by turn", 
     spin<<<1, 1>>>(1000);
     KIT_CHECK_LAUNCH();
   };
-  const kit::TimedTurns turns = kit::time_in_turns(launch, launch, kit::TimingOptions{1, 3},
-                                                   hooks(100), hooks(200));
+  const kit::TimedTurns turns =
+      kit::time_in_turns(launch, launch, kit::TimingOptions{1, 3}, hooks(100), hooks(200));
   // The warm-ups, then first-second, second-first, first-second.
   CHECK(seen == std::vector<int>{100, 200, 101, 201, 202, 102, 103, 203});
   CHECK(turns.first.repeats == 3);

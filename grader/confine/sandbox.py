@@ -30,6 +30,16 @@ INIT_SOURCE = Path(__file__).resolve().parent / "sandbox_init.c"
 
 
 @dataclass(frozen=True)
+class LaneGpu:
+    """A GPU lane placed on its GPU: the lane's CUDA_VISIBLE_DEVICES value, the GPU's device node
+    (a confined process on the lane sees it alone) and its PCI address as nvidia-smi gives it."""
+
+    lane: str
+    node: str
+    bus_id: str
+
+
+@dataclass(frozen=True)
 class Sandbox:
     """How a grading run confines the processes that run student code; `hidden` are the
     folders no such process may see (solutions/, the kit's build, the output, the work root)."""
@@ -39,9 +49,8 @@ class Sandbox:
     unshare: str = "unshare"
     user_namespace: bool = False  # not root: map the user to root in a new user namespace
     tools: tuple[Path, ...] = ()  # read-only in every view: tools outside the system's folders
-    # (CUDA_VISIBLE_DEVICES value, device node) of each GPU lane whose node is known (gpu_nodes):
-    # a process on that lane sees that GPU's node alone.
-    gpu_nodes: tuple[tuple[str, str], ...] = ()
+    # Each GPU lane whose node is known (gpu_nodes): a process on that lane sees that GPU's node alone.
+    gpu_nodes: tuple[LaneGpu, ...] = ()
 
     def wrap(
         self,
@@ -60,7 +69,8 @@ class Sandbox:
         named = dict.fromkeys([*readable, *self.tools])
         visible = [(writable, mode)] + [(path, "ro") for path in named if path != writable]
         pairs = [part for path, mode in visible for part in (str(path.resolve()), mode)]
-        node = dict(self.gpu_nodes).get(gpu) if gpu is not None else None
+        placed = self.placed(gpu)
+        node = placed.node if placed is not None else None
         return [
             *self._unshare(),
             str(self.init),
@@ -71,6 +81,19 @@ class Sandbox:
             "--",
             *command,
         ]
+
+    def placed(self, gpu: str | None) -> LaneGpu | None:
+        """Lane `gpu` as placed on its GPU, or None (a CPU slot, a lane not placed)."""
+        return next((placed for placed in self.gpu_nodes if placed.lane == gpu), None) if gpu else None
+
+    def lane_env(self, gpu: str | None) -> dict[str, str]:
+        """What a test process on lane `gpu` is told of its GPU beside CUDA_VISIBLE_DEVICES: its PCI
+        address (KIT_GPU_BUS_ID), where the lane is placed, so that the judge, which runs unconfined
+        and could open every GPU's node, asks NVML about that GPU alone and leaves the CUDA driver
+        unstarted until a test needs a context (common/src/gpu.cu). Where a lane is not placed, the
+        worker may see every GPU, and the judge's watch of its device memory asks about each."""
+        placed = self.placed(gpu)
+        return {"KIT_GPU_BUS_ID": placed.bus_id} if placed is not None else {}
 
     def _unshare(self) -> list[str]:
         flags = ["--fork", "--pid", "--kill-child", "--mount-proc", "--net", "--ipc", "--mount"]
@@ -128,9 +151,9 @@ def detect(hidden: tuple[Path, ...] = (), tools: tuple[Path, ...] = ()) -> Sandb
 
 def gpu_nodes(
     gpus: list[str], listing: str | None = None, driver: Path = Path("/proc/driver/nvidia/gpus")
-) -> tuple[tuple[str, str], ...]:
-    """(lane, device node) for each of `gpus` (CUDA_VISIBLE_DEVICES values: an index as
-    nvidia-smi numbers the GPUs, or a GPU's UUID) whose node the driver names: nvidia-smi gives
+) -> tuple[LaneGpu, ...]:
+    """Each of `gpus` (CUDA_VISIBLE_DEVICES values: an index as nvidia-smi numbers the GPUs, or a
+    GPU's UUID) placed on the node the driver names for it: nvidia-smi gives
     the lane's PCI address, the driver's folder for that address its minor number. A lane it
     cannot place (a MIG instance, no nvidia-smi) is left out and keeps every node in view.
     `listing`: nvidia-smi's CSV, for tests."""
@@ -165,7 +188,7 @@ def gpu_nodes(
             "",
         )
         if minor.isdigit():
-            found.append((gpu, f"nvidia{minor}"))
+            found.append(LaneGpu(gpu, f"nvidia{minor}", row[2]))
     return tuple(found)
 
 

@@ -230,7 +230,14 @@ def run_tests(
             lambda cancelled: scheduler.profiler_turn(lease, cancelled),
             checkpoint,
         )
-        gpu_env = {"CUDA_VISIBLE_DEVICES": lease.gpu} if lease.gpu is not None else {}
+        gpu_env = (
+            {
+                "CUDA_VISIBLE_DEVICES": lease.gpu,
+                **(config.sandbox.lane_env(lease.gpu) if config.sandbox else {}),
+            }
+            if lease.gpu is not None
+            else {}
+        )
         return gate, {**(env or {}), **gpu_env}
 
     def one(test: ListedTest) -> Outcome:
@@ -519,7 +526,7 @@ def _run_judge(
         ]
         environment = scrubbed_env(run_dir, {**(env or {}), **(gate.env() if gate else {})})
         if worker is not None:
-            environment.update(worker_env(worker, run_dir, config, env or {}))
+            environment.update(worker_env(worker, exe, run_dir, config, env or {}))
         elif config.sandbox is not None:
             command = config.sandbox.wrap(
                 command,
@@ -562,23 +569,35 @@ def _run_judge(
 WORKER_SCRATCH_BYTES = 64 << 20
 
 
-def worker_env(worker: Path, run_dir: Path, config: RunConfig, env: dict[str, str]) -> dict[str, str]:
-    """What a judge needs to start its worker: the submission's worker executable and, when
+def worker_env(
+    worker: Path, judge: Path, run_dir: Path, config: RunConfig, env: dict[str, str]
+) -> dict[str, str]:
+    """What a judge needs to start its workers: the submission's worker executable and, when
     confined, the command that confines it (one argument a line, ending in "--"). The worker
     writes only its own folder (beside the judge's, not in it; a file system of
     WORKER_SCRATCH_BYTES in its view) and reads only its executable's folder and the probe's:
-    nothing of the judge, the other tests or the class."""
+    nothing of the judge, the other tests or the class.
+
+    The reference's worker (the kit's own code, beside the judge in the harness's build) is
+    started confined too, in a folder of its own: not to hold it in, but so that on a GPU lane it
+    sees its lane's GPU alone, whose CUDA start then initializes that GPU only, not every GPU of
+    the node (bench/RESULTS.md, "Every GPU of a node"); and the two workers a speed test times
+    start alike."""
     variables = {"KIT_WORKER": str(worker)}
     if config.sandbox is not None:
-        worker_dir = run_dir.with_name(run_dir.name + "-worker")
-        worker_dir.mkdir()
+        gpu = env.get("CUDA_VISIBLE_DEVICES")
         probes = [Path(value).parent for key, value in env.items() if key == "KIT_PROBE_PATH" and value]
-        readable = tuple(dict.fromkeys([worker.parent, *probes]))
-        command = config.sandbox.wrap(
-            [], worker_dir, readable, scratch_bytes=WORKER_SCRATCH_BYTES, gpu=env.get("CUDA_VISIBLE_DEVICES")
-        )
-        variables["KIT_WORKER_COMMAND"] = "\n".join(command)
-        variables["KIT_WORKER_HOME"] = str(worker_dir)
+        for prefix, readable in (
+            ("KIT_WORKER", (worker.parent, *probes)),
+            ("KIT_REFERENCE_WORKER", (judge.parent,)),
+        ):
+            folder = run_dir.with_name(run_dir.name + ("-worker" if prefix == "KIT_WORKER" else "-reference"))
+            folder.mkdir()
+            command = config.sandbox.wrap(
+                [], folder, tuple(dict.fromkeys(readable)), scratch_bytes=WORKER_SCRATCH_BYTES, gpu=gpu
+            )
+            variables[f"{prefix}_COMMAND"] = "\n".join(command)
+            variables[f"{prefix}_HOME"] = str(folder)
     return variables
 
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from grader.confine import sandbox as sandbox_module
-from grader.confine.sandbox import Sandbox, SandboxCheck, build_init, detect, gpu_nodes
+from grader.confine.sandbox import LaneGpu, Sandbox, SandboxCheck, build_init, detect, gpu_nodes
 from grader.engine.schedule import visible_gpus
 from grader.errors import GraderError
 from grader.pipeline import grade as pipeline
-from grader.pipeline.run import WORKER_SCRATCH_BYTES, RunConfig, run_test
+from grader.pipeline.run import WORKER_SCRATCH_BYTES, RunConfig, run_test, worker_env
 
 from .conftest import write_fake_catch2
 
@@ -222,15 +222,15 @@ def test_a_lane_is_placed_on_its_gpus_device_node_by_its_pci_address(tmp_path):
         (tmp_path / address / "information").write_text(f"Model: \t NVIDIA H200\nDevice Minor: \t {minor}\n")
     # By index or by UUID; GPU 3 has no folder of the driver's, and "MIG-x" no row: both left out.
     assert gpu_nodes(["1", "GPU-cccc", "0", "3", "MIG-x"], listing, tmp_path) == (
-        ("1", "nvidia5"),
-        ("GPU-cccc", "nvidia2"),
-        ("0", "nvidia0"),
+        LaneGpu("1", "nvidia5", "00000000:00:07.0"),
+        LaneGpu("GPU-cccc", "nvidia2", "00000001:0A:00.0"),
+        LaneGpu("0", "nvidia0", "00000000:00:06.0"),
     )
     assert gpu_nodes(["0"], "", tmp_path) == ()
 
 
 def test_a_process_on_a_placed_lane_is_started_with_its_node_and_others_are_not(tmp_path):
-    sandbox = Sandbox(tmp_path / "init", gpu_nodes=(("1", "nvidia5"),))
+    sandbox = Sandbox(tmp_path / "init", gpu_nodes=(LaneGpu("1", "nvidia5", "00000000:00:07.0"),))
     command = sandbox.wrap(["true"], tmp_path, gpu="1")
     at = command.index(str(tmp_path / "init"))
     assert command[at + 1 : at + 3] == ["--gpu-node", "nvidia5"]
@@ -238,10 +238,42 @@ def test_a_process_on_a_placed_lane_is_started_with_its_node_and_others_are_not(
         assert "--gpu-node" not in sandbox.wrap(["true"], tmp_path, gpu=gpu)
 
 
+def test_only_a_placed_lanes_processes_are_told_their_gpus_pci_address(tmp_path):
+    sandbox = Sandbox(tmp_path / "init", gpu_nodes=(LaneGpu("1", "nvidia5", "00000000:00:07.0"),))
+    assert sandbox.lane_env("1") == {"KIT_GPU_BUS_ID": "00000000:00:07.0"}
+    # A lane not placed may show its worker every GPU, so its judge must watch them all.
+    for gpu in ("0", None):
+        assert sandbox.lane_env(gpu) == {}
+
+
+def test_both_workers_of_a_judge_on_a_lane_are_confined_to_its_gpu_each_in_a_folder_of_its_own(tmp_path):
+    # The reference's worker is the kit's own code, confined so that its CUDA start sees its
+    # lane's GPU alone, as the student's does; it reads the judge's folder, where it is built.
+    sandbox = Sandbox(tmp_path / "init", gpu_nodes=(LaneGpu("0", "nvidia3", "00000000:00:06.0"),))
+    judge, worker = tmp_path / "harness" / "bin" / "lab02_tests", tmp_path / "cache" / "lab02_worker"
+    run_dir = tmp_path / "work" / "test-1"
+    run_dir.mkdir(parents=True)
+    variables = worker_env(worker, judge, run_dir, RunConfig(sandbox=sandbox), {"CUDA_VISIBLE_DEVICES": "0"})
+    for prefix, folder, readable in (
+        ("KIT_WORKER", "test-1-worker", worker.parent),
+        ("KIT_REFERENCE_WORKER", "test-1-reference", judge.parent),
+    ):
+        command = variables[f"{prefix}_COMMAND"].split("\n")
+        assert command[command.index("--gpu-node") + 1] == "nvidia3"
+        assert str(readable.resolve()) in command
+        assert variables[f"{prefix}_HOME"] == str(tmp_path / "work" / folder)
+        assert (tmp_path / "work" / folder).is_dir()
+    assert str(judge.parent.resolve()) not in variables["KIT_WORKER_COMMAND"].split("\n")
+
+
 def test_the_init_refuses_a_gpu_node_that_is_not_there_or_not_a_gpus(sandbox, tmp_path):
     for node, why in (("nvidia977", "the lane's GPU node /dev/nvidia977"), ("sda", "not a GPU's node name")):
         lane = Sandbox(
-            sandbox.init, sandbox.hidden, sandbox.unshare, sandbox.user_namespace, gpu_nodes=(("0", node),)
+            sandbox.init,
+            sandbox.hidden,
+            sandbox.unshare,
+            sandbox.user_namespace,
+            gpu_nodes=(LaneGpu("0", node, "00000000:00:06.0"),),
         )
         done = subprocess.run(lane.wrap(["true"], tmp_path, gpu="0"), capture_output=True, text=True)
         assert done.returncode == 125 and why in done.stderr, done.stderr
@@ -251,7 +283,7 @@ def test_the_init_refuses_a_gpu_node_that_is_not_there_or_not_a_gpus(sandbox, tm
 def test_on_a_gpu_lane_a_confined_process_sees_that_gpu_alone_as_device_0(sandbox, tmp_path):
     placed = gpu_nodes(visible_gpus())
     assert placed, "nvidia-smi and the driver placed no GPU on its device node"
-    lane, node = placed[-1]
+    lane, node = placed[-1].lane, placed[-1].node
     confined_lane = Sandbox(
         sandbox.init, sandbox.hidden, sandbox.unshare, sandbox.user_namespace, gpu_nodes=placed
     )

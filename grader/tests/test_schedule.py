@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.confine.sandbox import LaneGpu, Sandbox
 from grader.engine.schedule import SUBMISSION_ORDER, Need, Scheduler, Stopped, need_for_tags, result_of
 from grader.pipeline.run import ListedTest, RunConfig, run_tests
 
@@ -525,6 +526,29 @@ def test_test_processes_get_their_lanes_gpu_and_measure_in_windows_alone(tmp_pat
     assert_windows_alone(spans)
     assert scheduler.stats.started["window"] == 3
     assert scheduler.stats.most_at_once["gpu"] >= 4  # processes really shared the GPUs
+
+
+def test_a_judge_on_a_placed_lane_is_told_its_gpus_pci_address_and_on_others_not(tmp_path):
+    # The judge runs unconfined; told its GPU's address, it asks NVML about that GPU alone and
+    # starts no CUDA (common/src/gpu.cu). Lane 1 is not placed, so its worker may see every GPU.
+    tests = [
+        {"name": f"judged {i}", "tags": "[lab02][correctness][gpu]", "behaviour": "lane"} for i in range(4)
+    ]
+    exe = write_fake_catch2(tmp_path / "bin", "lab02_tests", tests)
+    sandbox = Sandbox(tmp_path / "init", gpu_nodes=(LaneGpu("0", "nvidia3", "00000000:00:06.0"),))
+    scheduler = Scheduler(cpu_slots=8, gpus=["0", "1"], gpu_slots=1)
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        outcomes = run_tests(
+            exe,
+            listed_tests(tests),
+            tmp_path,
+            RunConfig(timeout=20, sandbox=sandbox, tests_per_process=1),
+            scheduler,
+            pool,
+            worker=exe,  # a split lab's judge: it runs as it is, and only its worker is confined
+        )
+    told = {outcome.messages[0] for outcome in outcomes.values()}
+    assert told == {"0 00000000:00:06.0", "1 -"}
 
 
 def test_profiler_turns_never_overlap_on_a_gpu_but_other_tests_run_beside_them(tmp_path):

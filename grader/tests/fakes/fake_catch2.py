@@ -15,7 +15,8 @@ window-then-die (asks for a window, and exits once it has it, without giving it 
 oom-once:<file> (fails with CUDA's out-of-memory error unless the file exists, which it then
 creates, and appends "<KIT_GPU_GATE or -> <name>" to it on every run, then passes),
 sleep:<seconds>[:<file>] (sleeps, then passes; with a file, then appends as pid does), badexit (a passing report, then exit code 3), where (fails naming its folder and its own path, as
-a sanitizer's command line does), pid:<file> (appends "<its process id> <name>", then passes).
+a sanitizer's command line does), pid:<file> (appends "<its process id> <name>", then passes),
+lane (sleeps 0.3 s, then fails with "<CUDA_VISIBLE_DEVICES> <KIT_GPU_BUS_ID>", "-" for either unset).
 
 With --input-file, it runs the tests the file names, one a line, in that order, in this one
 process, and writes one report holding each test's result (as Catch2 does), each as it ends;
@@ -214,6 +215,11 @@ def run(name, out):
             return 42
         write(document(name, "", True))
         return 0
+    if kind == "lane":
+        time.sleep(0.3)
+        told = [os.environ.get(key, "-") for key in ("CUDA_VISIBLE_DEVICES", "KIT_GPU_BUS_ID")]
+        write(document(name, element("Failure", " ".join(told)), False))
+        return 42
     if kind == "env":
         write(document(name, element("Failure", " ".join(sorted(os.environ))), False))
         return 42
