@@ -52,8 +52,8 @@ void wait_for_the_gpu_asleep() {
 }
 
 bool has_cuda_context() {
-  // Without the driver loaded there is no context, and asking the driver would start it.
-  if (!remote::driver_loaded()) return false;
+  // Before CUDA has started there is no context, and asking the driver would start it.
+  if (!remote::cuda_started()) return false;
   using GetState = CUresult (*)(CUdevice, unsigned int*, int*);
   const auto get_state =
       reinterpret_cast<GetState>(remote::driver_function("cuDevicePrimaryCtxGetState"));

@@ -349,7 +349,7 @@ std::string default_worker_path(Role role) {
 bool export_device_pointer(const void* pointer, DeviceRef& ref) {
   // Before the CUDA runtime has started here, no pointer is device memory (a host-only test's
   // arguments): a bare address, without starting it.
-  if (!driver_loaded()) return false;
+  if (!cuda_started()) return false;
   // The allocation's start and size come from the driver's cuMemGetAddressRange, reached
   // through the runtime, so that the judge links no libcuda (CI has no driver; the host-only
   // tests still run, and every pointer is then a bare address).

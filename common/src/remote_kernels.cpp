@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kit/cuda_check.hpp"
+#include "kit/gpu.hpp"
 #include "kit/remote.hpp"
 #include "kit/sass.hpp"
 
@@ -87,13 +88,21 @@ std::vector<std::string> worker_functions_beyond_the_labs() {
   return {beyond.begin(), beyond.end()};
 }
 
+long long reserved_shared_bytes_per_block(int cc) {
+  // What cudaDevAttrReservedSharedMemoryPerBlock reports, by architecture (the CUDA C++
+  // Programming Guide's table of compute capabilities: 1 KB from 8.0 on), so that a judge need not
+  // start CUDA to ask. Checked against CUDA's answer on the GPU the kit's tests run on
+  // (common/tests/test_remote.cpp).
+  return cc >= 80 ? 1024 : 0;
+}
+
 KernelAttributes worker_kernel_attributes(const std::string& mangled_prefix) {
   const std::vector<sass::Resources> found = functions_of(Role::student, mangled_prefix);
-  int device = 0;
-  cudaDeviceProp props{};
-  KIT_CUDA_CHECK(cudaGetDevice(&device));
-  KIT_CUDA_CHECK(cudaGetDeviceProperties(&props, device));
-  const int wanted = props.major * 10 + props.minor;
+  // The GPU as gpu_status found it: a judge told its GPU by the grader asks NVML, and starts no
+  // CUDA for this (common/src/gpu.cu).
+  const GpuStatus& gpu = gpu_status();
+  if (!gpu.usable) throw std::runtime_error("no usable GPU here: " + gpu.reason);
+  const int wanted = gpu.cc_major * 10 + gpu.cc_minor;
   // The machine code the driver loads: the newest architecture not above the device's.
   const sass::Resources* best = nullptr;
   int best_arch = -1;
@@ -109,12 +118,7 @@ KernelAttributes worker_kernel_attributes(const std::string& mangled_prefix) {
   // cuobjdump counts the shared memory the system reserves for every block in an sm_90 (and
   // later) kernel's figure; cudaFuncGetAttributes, whose meaning the tests use, does not. Seen
   // with cuobjdump 13: a kernel with no shared memory reads SHARED:1024 for sm_90 and 0 for sm_80.
-  long long reserved = 0;
-  if (best_arch >= 90) {
-    int bytes = 0;
-    KIT_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrReservedSharedMemoryPerBlock, device));
-    reserved = bytes;
-  }
+  const long long reserved = best_arch >= 90 ? reserved_shared_bytes_per_block(wanted) : 0;
   KernelAttributes a;
   a.registers_per_thread = best->registers;
   a.static_shared_bytes =

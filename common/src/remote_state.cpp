@@ -1,8 +1,10 @@
 // The facts of kit/remote.hpp that the rest of kit_common reads: whether this process's lab calls
 // go to a worker (the timer; set by the judge's side when it starts one), which of its host arrays
-// are staged as device memory (the harness's run_matmul), and whether this process ever loaded the
-// CUDA driver, which both sides ask before a call that would make a context.
+// are staged as device memory (the harness's run_matmul), and whether this process has started
+// CUDA, which both sides ask before a call that would start it.
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <link.h>
 
 #include <atomic>
@@ -82,12 +84,12 @@ bool calls_are_timed() { return timed; }
 TimedCalls::TimedCalls() { timed = true; }
 TimedCalls::~TimedCalls() { timed = false; }
 
-bool driver_loaded() {
-  // The link map, in memory: dlopen(RTLD_NOLOAD) would search the library path for a library not
-  // loaded, a dozen failed opens on every call of a host-only test.
-  static std::atomic<bool> loaded{false};
-  if (loaded) return true;  // the runtime never unloads it
-  const int found = ::dl_iterate_phdr(
+bool cuda_started() {
+  static std::atomic<bool> started{false};
+  if (started) return true;  // nothing stops it again
+  // First the link map, in memory: dlopen(RTLD_NOLOAD) would search the library path for a
+  // library not loaded, a dozen failed opens on every call of a host-only test.
+  const int loaded = ::dl_iterate_phdr(
       [](dl_phdr_info* info, std::size_t, void*) -> int {
         if (info->dlpi_name == nullptr) return 0;
         const char* slash = std::strrchr(info->dlpi_name, '/');
@@ -95,8 +97,19 @@ bool driver_loaded() {
         return std::strncmp(name, "libcuda.so", 10) == 0 ? 1 : 0;
       },
       nullptr);
-  if (found != 0) loaded = true;
-  return found != 0;
+  if (loaded == 0) return false;
+  // Loaded is not started: NVML loads libcuda too (the judge's watch of its worker's device
+  // memory). Until cuInit the driver answers cuDeviceGetCount with CUDA_ERROR_NOT_INITIALIZED,
+  // and the asking starts nothing.
+  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (driver == nullptr) return false;
+  using Count = CUresult (*)(int*);
+  const auto count = reinterpret_cast<Count>(::dlsym(driver, "cuDeviceGetCount"));
+  int devices = 0;
+  const bool yes = count != nullptr && count(&devices) != CUDA_ERROR_NOT_INITIALIZED;
+  ::dlclose(driver);
+  if (yes) started = true;
+  return yes;
 }
 
 void* driver_function(const char* name) {

@@ -87,7 +87,7 @@ bool has_context() {
 // After every call: the call's kernels finished, and any error they left, which the judge
 // cannot see from its own context.
 std::vector<char> device_error(const std::string& name) {
-  if (!driver_loaded() || !has_device() || !has_context()) return {};
+  if (!cuda_started() || !has_device() || !has_context()) return {};
   const cudaError_t code = cudaDeviceSynchronize();
   if (code == cudaSuccess) return {};
   const std::string text = name + ": the call's kernels failed: " + cudaGetErrorName(code) + " (" +

@@ -329,9 +329,9 @@ TEST_CASE("a judge told its GPU's PCI address finds and watches that GPU without
   REQUIRE(gpu.usable);
   CHECK_FALSE(gpu.name.empty());
   CHECK(gpu.cc_major >= 7);
-  CHECK_FALSE(kit::remote::driver_loaded());
+  CHECK_FALSE(kit::remote::cuda_started());
   CHECK_FALSE(kit::has_cuda_context());  // and asking made none either
-  CHECK_FALSE(kit::remote::driver_loaded());
+  CHECK_FALSE(kit::remote::cuda_started());
   // The watch of the worker's device memory asks that GPU alone, and still sees the worker.
   kit::remote::stop_worker(role);
   CHECK_NOTHROW(call<remote_test::Hog>(role, 64, 0));
@@ -339,8 +339,23 @@ TEST_CASE("a judge told its GPU's PCI address finds and watches that GPU without
   const long long held = kit::remote::worker_device_memory(&why);
   CAPTURE(why);
   CHECK(held > 0);  // its context, listed on that GPU
-  CHECK_FALSE(kit::remote::driver_loaded());
+  CHECK_FALSE(kit::remote::cuda_started());
   kit::remote::stop_worker(role);
+}
+
+TEST_CASE("the shared memory reserved per block that the judge assumes is what CUDA reports",
+          "[common][remote][gpu]") {
+  // The judge reads a kernel's shared memory from cuobjdump, which counts this reservation for
+  // sm_90 and later, and subtracts it from its architecture's table rather than start CUDA.
+  KIT_REQUIRE_GPU();
+  int device = 0, reserved = -1, major = 0, minor = 0;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device) ==
+          cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess);
+  CAPTURE(major, minor);
+  CHECK(kit::remote::reserved_shared_bytes_per_block(major * 10 + minor) == reserved);
 }
 
 namespace {

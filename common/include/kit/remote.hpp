@@ -343,14 +343,14 @@ class TimedCalls {
 bool calls_are_timed();
 constexpr char kTimedMark = '!';
 
-// Whether this process has loaded the CUDA driver (libcuda), asked without loading it: the CUDA
-// runtime loads it as it starts, so a process that has not has no context and no device memory.
-// Asking the runtime instead would start it and make a context: 0.1-0.3 s on an H200, far more
-// while the grader's other test processes make theirs.
-bool driver_loaded();
+// Whether CUDA has started in this process (the driver's cuInit), asked without starting it: a
+// process where it has not has no context and no device memory. Asking the runtime instead would
+// start it and make a context: 0.1-0.3 s on an H200, far more while the grader's other test
+// processes make theirs; and a process that can open every GPU's node starts CUDA on each.
+bool cuda_started();
 
 // A CUDA driver function (CUDA 12's ABI), reached through the runtime so that nothing links
-// libcuda (CI has no driver): nullptr where there is none. Starts the runtime: ask driver_loaded
+// libcuda (CI has no driver): nullptr where there is none. Starts the runtime: ask cuda_started
 // first where a context is not wanted.
 void* driver_function(const char* name);
 
@@ -373,6 +373,10 @@ std::size_t worker_device_memory_cap();
 
 // The executable of the worker of `role`: KIT_WORKER or KIT_REFERENCE_WORKER, else the lab's build.
 std::string worker_executable(Role role);
+
+// The shared memory the system reserves for every block on a GPU of compute capability `cc`
+// (80 for 8.0), in bytes, as cudaDevAttrReservedSharedMemoryPerBlock reports it, without CUDA.
+long long reserved_shared_bytes_per_block(int cc);
 
 // What the compiler gave a kernel of the student's worker (registers, static shared, local and
 // constant memory) on this GPU's architecture, read from the worker's executable with cuobjdump;
