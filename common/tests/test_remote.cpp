@@ -18,6 +18,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kit/gpu.hpp"
@@ -286,6 +287,28 @@ TEST_CASE("a worker that holds more device memory than a test may is stopped dur
   // Local memory the driver reserves for a kernel counts too, though no cudaMalloc asked for it
   // (64 KiB for every thread the GPU can hold at once: about 17 GiB on an H100).
   CHECK_THAT(worker_error([] { call<remote_test::LocalHog>(role, 30); }),
+             ContainsSubstring("MiB of device memory"));
+  kit::remote::stop_worker(role);
+}
+
+TEST_CASE("a timed call's time holds none of the judge's watch of the worker's memory",
+          "[common][remote][gpu]") {
+  KIT_REQUIRE_GPU();
+  std::string why;
+  kit::remote::stop_worker(role);
+  setenv("KIT_DEVICE_MEMORY_LIMIT_MIB", "64", 1);  // read once per process: the cap is 1088 MiB
+  CHECK(call<remote_test::Add, int>(role, 1, 1) == 2);
+  REQUIRE(cudaFree(nullptr) == cudaSuccess);  // listed by NVML, the judge shows it can be read
+  if (kit::remote::worker_device_memory(&why) < 0) SKIP("NVML cannot be read here: " << why);
+  {
+    // The local memory this kernel reserves stays reserved after the call, far past the cap.
+    // Timed, the call is not watched after it: that watch would count in the student's time.
+    const kit::remote::TimedCalls timed;
+    CHECK_NOTHROW(call<remote_test::LocalHog>(role, 0));
+  }
+  // The next call that is not timed is watched, and the worker stopped.
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // past the watch's 100 ms
+  CHECK_THAT(worker_error([] { call<remote_test::Add, int>(role, 1, 1); }),
              ContainsSubstring("MiB of device memory"));
   kit::remote::stop_worker(role);
 }
