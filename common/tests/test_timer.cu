@@ -88,7 +88,8 @@ TEST_CASE("every timed call gets its hooks before and after it in order", "[comm
   CHECK(seen == std::vector<int>{0, -1, 1, -2, 2, -3, 3, -4, 4, -5});
 }
 
-TEST_CASE("two launches timed in turns each get their own hooks, turn by turn", "[common][gpu]") {
+TEST_CASE("two launches timed in turns each get their own hooks in the order of the turns",
+          "[common][gpu]") {
   KIT_REQUIRE_GPU();
   std::vector<int> seen;  // 100 + call for the first launch's hooks, 200 + call for the second's
   const auto hooks = [&seen](int side) {
@@ -133,8 +134,9 @@ TEST_CASE("a slowdown that lasts several turns slows both launches of a turn ali
   CHECK(turns.median_ratio < 1.05);
 }
 
-TEST_CASE("the median of an odd count is the middle value, of an even count the middle two's mean",
-          "[common]") {
+TEST_CASE(
+    "a median is the middle value of an odd count and the mean of the middle two of an even one",
+    "[common]") {
   CHECK(kit::median_of({3.0, 1.0, 2.0}) == 2.0);
   CHECK(kit::median_of({4.0, 1.0, 3.0, 2.0}) == 2.5);
   CHECK(kit::median_of({7.0}) == 7.0);

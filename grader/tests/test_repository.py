@@ -131,3 +131,17 @@ def test_lint_and_mypy_read_every_python_file_of_the_kit():
     assert python, "no Python file found"
     unchecked = [str(path) for path in python if path.parts[0] not in linted]
     assert unchecked == [], f"make lint does not read {unchecked}: add their folder to python_paths"
+
+
+def test_no_catch2_test_name_holds_a_comma():
+    # Catch2 reads a comma in a test spec as "or": CTest runs each case by its name
+    # (cmake/KitDiscoverTests.cmake), so a case whose name holds one matches nothing and fails,
+    # on CI too, and the grader could not select it either.
+    sources = [*ROOT.glob("common/**/*.c*"), *ROOT.glob("labs/**/*.c*"), *ROOT.glob("labs/**/*.hpp")]
+    names = [
+        name
+        for path in sources
+        for name in re.findall(r'TEST_CASE\(\s*"((?:[^"\\]|\\.)*)"', path.read_text(encoding="utf-8"))
+    ]
+    assert len(names) > 100  # the pattern finds the kit's cases
+    assert [name for name in names if "," in name] == []
