@@ -297,14 +297,16 @@ TEST_CASE("a timed call's time holds none of the judge's watch of the worker's m
   std::string why;
   kit::remote::stop_worker(role);
   setenv("KIT_DEVICE_MEMORY_LIMIT_MIB", "64", 1);  // read once per process: the cap is 1088 MiB
-  CHECK(call<remote_test::Add, int>(role, 1, 1) == 2);
+  // The worker's context first, untimed, so that the timed call below is a quick allocation: a
+  // call that lasts past 250 ms is watched while it runs, timed or not.
+  CHECK_NOTHROW(call<remote_test::Hog>(role, 64, 0));
   REQUIRE(cudaFree(nullptr) == cudaSuccess);  // listed by NVML, the judge shows it can be read
   if (kit::remote::worker_device_memory(&why) < 0) SKIP("NVML cannot be read here: " << why);
   {
-    // The local memory this kernel reserves stays reserved after the call, far past the cap.
+    // Hog keeps what it allocates: 1.5 GiB more, past the cap, once the call has returned.
     // Timed, the call is not watched after it: that watch would count in the student's time.
     const kit::remote::TimedCalls timed;
-    CHECK_NOTHROW(call<remote_test::LocalHog>(role, 0));
+    CHECK_NOTHROW(call<remote_test::Hog>(role, 1536, 0));
   }
   // The next call that is not timed is watched, and the worker stopped.
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // past the watch's 100 ms
