@@ -265,15 +265,25 @@ TEST_CASE("a pointer that is not the judge's device memory crosses as its bare a
   CHECK(call<remote_test::Address, std::uint64_t>(role, static_cast<const float*>(nullptr)) == 0);
 }
 
+namespace {
+// A fresh worker, started by its `first` call, under a cap of 1088 MiB (KIT_DEVICE_MEMORY_LIMIT_MIB
+// is read once per process), and a context of the judge's, so that NVML lists the judge and a
+// reading of the worker counts. Skips where NVML cannot be read here.
+template <class First>
+void fresh_worker_under_a_small_cap(First first) {
+  kit::remote::stop_worker(role);
+  setenv("KIT_DEVICE_MEMORY_LIMIT_MIB", "64", 1);
+  first();
+  REQUIRE(cudaFree(nullptr) == cudaSuccess);
+  std::string why;
+  if (kit::remote::worker_device_memory(&why) < 0) SKIP("NVML cannot be read here: " << why);
+}
+}  // namespace
+
 TEST_CASE("a worker that holds more device memory than a test may is stopped during its call",
           "[common][remote][gpu]") {
   KIT_REQUIRE_GPU();
-  std::string why;
-  kit::remote::stop_worker(role);
-  setenv("KIT_DEVICE_MEMORY_LIMIT_MIB", "64", 1);  // read once per process: the cap is 1088 MiB
-  CHECK(call<remote_test::Add, int>(role, 1, 1) == 2);
-  REQUIRE(cudaFree(nullptr) == cudaSuccess);  // listed by NVML, the judge shows it can be read
-  if (kit::remote::worker_device_memory(&why) < 0) SKIP("NVML cannot be read here: " << why);
+  fresh_worker_under_a_small_cap([] { CHECK(call<remote_test::Add, int>(role, 1, 1) == 2); });
   const long long cap_mib = static_cast<long long>(kit::remote::worker_device_memory_cap() >> 20);
   CAPTURE(cap_mib);
   const auto start = std::chrono::steady_clock::now();
@@ -294,14 +304,9 @@ TEST_CASE("a worker that holds more device memory than a test may is stopped dur
 TEST_CASE("a timed call's time holds none of the judge's watch of the worker's memory",
           "[common][remote][gpu]") {
   KIT_REQUIRE_GPU();
-  std::string why;
-  kit::remote::stop_worker(role);
-  setenv("KIT_DEVICE_MEMORY_LIMIT_MIB", "64", 1);  // read once per process: the cap is 1088 MiB
   // The worker's context first, untimed, so that the timed call below is a quick allocation: a
   // call that lasts past 250 ms is watched while it runs, timed or not.
-  CHECK_NOTHROW(call<remote_test::Hog>(role, 64, 0));
-  REQUIRE(cudaFree(nullptr) == cudaSuccess);  // listed by NVML, the judge shows it can be read
-  if (kit::remote::worker_device_memory(&why) < 0) SKIP("NVML cannot be read here: " << why);
+  fresh_worker_under_a_small_cap([] { CHECK_NOTHROW(call<remote_test::Hog>(role, 64, 0)); });
   {
     // Hog keeps what it allocates: 1.5 GiB more, past the cap, once the call has returned.
     // Timed, the call is not watched after it: that watch would count in the student's time.
