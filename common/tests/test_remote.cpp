@@ -287,11 +287,14 @@ TEST_CASE("a worker that holds more device memory than a test may is stopped dur
   const long long cap_mib = static_cast<long long>(kit::remote::worker_device_memory_cap() >> 20);
   CAPTURE(cap_mib);
   const auto start = std::chrono::steady_clock::now();
-  CHECK_THAT(worker_error([] { call<remote_test::Hog>(role, 3072, 30); }),
+  CHECK_THAT(worker_error([] { call<remote_test::Hog>(role, 3072, 60); }),
              ContainsSubstring("MiB of device memory"));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  CHECK(seconds < 10.0);  // stopped while the call went on, not at its end
+  // Stopped while the call went on, not at its end (60 s). Alone it takes about 3 s; under
+  // CTest's parallel run on a node of four H200s it took 22.7 s, the watch asking NVML about
+  // every GPU while the other tests started CUDA on them.
+  CHECK(seconds < 45.0);
   // Within the cap, a worker keeps going.
   CHECK_NOTHROW(call<remote_test::Hog>(role, 256, 1));
   // Local memory the driver reserves for a kernel counts too, though no cudaMalloc asked for it
