@@ -291,8 +291,8 @@ TEST_CASE("a worker that holds more device memory than a test may is stopped dur
              ContainsSubstring("MiB of device memory"));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // Stopped while the call went on, not at its end (60 s). Alone it takes about 3 s; under
-  // CTest's parallel run on a node of four H200s it took 22.7 s, the watch asking NVML about
+  // Stopped while the call went on, not at its end (60 s). Run alone, this whole case took 3 s;
+  // under CTest's parallel run on a node of four H200s it took 22.7 s, the watch asking NVML about
   // every GPU while the other tests started CUDA on them.
   CHECK(seconds < 45.0);
   // Within the cap, a worker keeps going.
