@@ -34,8 +34,8 @@ namespace {
 // judge's own settings (the GPU gate's descriptors, the grader's paths).
 bool kept_for_worker(const std::string& entry) {
   for (const char* prefix : {"PATH=", "LANG=", "LC_ALL=", "LD_LIBRARY_PATH=", "HOME=", "TMPDIR=",
-                             "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_MAX_CONNECTIONS=", "NVIDIA_",
-                             "KIT_DEVICE_MEMORY_LIMIT_MIB="}) {
+                             "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_MAX_CONNECTIONS=",
+                             "CUDA_DEVICE_ORDER=", "NVIDIA_", "KIT_DEVICE_MEMORY_LIMIT_MIB="}) {
     if (entry.rfind(prefix, 0) == 0) return true;
   }
   return false;

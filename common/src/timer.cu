@@ -124,16 +124,17 @@ class L2Reset {
 class RepeatTimer {
  public:
   RepeatTimer() : remote_(remote::calls_are_remote()) {
-    if (remote_) {
-      timed_.emplace();
-    } else {
+    if (!remote_) {
       events_.emplace();
       release_.emplace();
     }
   }
 
-  // The call's time in milliseconds; `launch` has its inputs already.
+  // The call's time in milliseconds; `launch` has its inputs already. The first one marks a
+  // judge's calls timed from then on (remote::TimedCalls): not the warm-ups, which the worker
+  // serves as any other call (its fill of shared memory, the judge's watch of its memory).
   double time(const std::function<void()>& launch, int repeat, Timing& t) {
+    if (remote_ && !timed_) timed_.emplace();
     l2_.flush(repeat);
     if (remote_) {
       // A judge's calls run in a worker's CUDA context, which this process's events cannot see:

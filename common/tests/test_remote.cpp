@@ -374,6 +374,7 @@ TEST_CASE("a judge told its GPU's PCI address finds and watches that GPU without
   CHECK(held > 0);  // its context, listed on that GPU
   CHECK_FALSE(kit::remote::cuda_started());
   kit::remote::stop_worker(role);
+  ::unsetenv("KIT_GPU_BUS_ID");  // for the cases after this one where all run in one process
 }
 
 TEST_CASE("the shared memory reserved per block that the judge assumes is what CUDA reports",

@@ -60,7 +60,11 @@ ENV_KEPT_PREFIXES = ("NVIDIA_",)
 # stream, where the count changes nothing; work a launcher put on another stream is queued in
 # order with the timer's events, so it is timed (CTest, without this, checks the timer's own
 # host-clock fallback for that case).
-TEST_ENV = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+# And CUDA numbers the GPUs as nvidia-smi does, by PCI address (its default puts the fastest
+# first): a lane is an nvidia-smi index, which places its node and its PCI address for the judge
+# (grader/confine/sandbox.py), so the judge's context must be on that GPU too where a node's GPUs
+# differ.
+TEST_ENV = {"CUDA_DEVICE_MAX_CONNECTIONS": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 # A split lab's tests, but for those tagged [alone], run in one judge process for each lab of a
 # submission (run_test_group; --tests-per-process N: N to a process, 1 each alone): the judge's
 # process and CUDA context, and its workers' while their cases pass cleanly, are made once for

@@ -201,6 +201,7 @@ def test_scrubbed_env_points_home_at_the_work_folder(tmp_path, monkeypatch):
     env = scrubbed_env(tmp_path)
     assert env["HOME"] == str(tmp_path) and env["NVIDIA_DRIVER_CAPABILITIES"] == "compute"
     assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"  # one work queue a context: faster to create
+    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"  # CUDA's GPU numbers are nvidia-smi's, as lanes are
 
 
 def test_passed_xml_with_a_failing_exit_code_is_not_a_pass():
