@@ -345,8 +345,12 @@ TEST_CASE("a judge told its GPU's PCI address finds and watches that GPU without
           "[common][remote][gpu]") {
   // The grader tells a judge on a placed lane its GPU's address (KIT_GPU_BUS_ID): the judge runs
   // unconfined, and CUDA started where every GPU's node is in view initializes each of them.
-  // The first GPU in PCI order, which is CUDA's device 0 among GPUs of one model, so that the
-  // worker's context is on it.
+  // The first GPU in PCI order, which is CUDA's device 0 for the worker started below (it keeps
+  // CUDA_DEVICE_ORDER), so that the worker's context is on it.
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible != nullptr && *visible) {
+    SKIP("CUDA_VISIBLE_DEVICES is set: this case puts its worker on the first GPU by PCI address");
+  }
+  REQUIRE(::setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1) == 0);
   std::vector<std::string> addresses;
   if (DIR* gpus = ::opendir("/proc/driver/nvidia/gpus")) {
     while (const dirent* entry = ::readdir(gpus)) {
