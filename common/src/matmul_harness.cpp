@@ -233,8 +233,7 @@ TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate
     return hooks;
   };
   // In turns, call by call: whatever slows the machine for a while slows both sides of a turn
-  // alike (kit/timer.hpp). Timed one after the other, a student lost a speed credit to a ratio
-  // of 8.7 that was 0.94 in the next grading (bench/RESULTS.md, "Every GPU of a node").
+  // alike (kit/timer.hpp), where timed one after the other it fell on one side alone.
   const TimedTurns turns =
       time_in_turns([&] { baseline(d_M.data(), d_N.data(), d_P.data()); },
                     [&] { candidate(d_M.data(), d_N.data(), d_P.data()); }, options,

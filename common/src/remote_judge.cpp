@@ -97,8 +97,8 @@ class Worker {
            !reply.empty() && reply[0] == static_cast<char>(wire::Status::callback)) {
       if (!wire::send_frame(fd_, answer(name, reply, callbacks))) break;
     }
-    // Not while calls are timed: the watch asks NVML, which takes milliseconds while the driver
-    // is busy, and falls inside the student's time alone, never the reference's (a reference
+    // Not while calls are timed: the watch asks NVML, driver work that other processes' work can
+    // hold up, and it fell inside the student's time alone, never the reference's (a reference
     // submitted as a student's work measured 8.3 times the reference's time). The GPU is the
     // timing test's alone meanwhile, so no classmate can run short; the next untimed call, and a
     // timed call still running after 250 ms, are watched as ever.

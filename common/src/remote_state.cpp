@@ -86,30 +86,33 @@ TimedCalls::~TimedCalls() { timed = false; }
 
 bool cuda_started() {
   static std::atomic<bool> started{false};
-  if (started) return true;  // nothing stops it again
-  // First the link map, in memory: dlopen(RTLD_NOLOAD) would search the library path for a
-  // library not loaded, a dozen failed opens on every call of a host-only test.
-  const int loaded = ::dl_iterate_phdr(
-      [](dl_phdr_info* info, std::size_t, void*) -> int {
-        if (info->dlpi_name == nullptr) return 0;
-        const char* slash = std::strrchr(info->dlpi_name, '/');
-        const char* name = slash != nullptr ? slash + 1 : info->dlpi_name;
-        return std::strncmp(name, "libcuda.so", 10) == 0 ? 1 : 0;
-      },
-      nullptr);
-  if (loaded == 0) return false;
+  using Count = CUresult (*)(int*);
+  static std::atomic<Count> count{nullptr};  // the driver's, once it is loaded (never unloaded)
+  if (started) return true;                  // nothing stops it again
+  if (count == nullptr) {
+    // First the link map, in memory: dlopen(RTLD_NOLOAD) would search the library path for a
+    // library not loaded, a dozen failed opens on every call of a host-only test.
+    const int loaded = ::dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void*) -> int {
+          if (info->dlpi_name == nullptr) return 0;
+          const char* slash = std::strrchr(info->dlpi_name, '/');
+          const char* name = slash != nullptr ? slash + 1 : info->dlpi_name;
+          return std::strncmp(name, "libcuda.so", 10) == 0 ? 1 : 0;
+        },
+        nullptr);
+    if (loaded == 0) return false;
+    void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);  // kept: it stays loaded
+    if (driver == nullptr) return false;
+    count = reinterpret_cast<Count>(::dlsym(driver, "cuDeviceGetCount"));
+    if (count == nullptr) return false;
+  }
   // Loaded is not started: NVML loads libcuda too (the judge's watch of its worker's device
   // memory). Until cuInit the driver answers cuDeviceGetCount with CUDA_ERROR_NOT_INITIALIZED,
   // and the asking starts nothing.
-  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (driver == nullptr) return false;
-  using Count = CUresult (*)(int*);
-  const auto count = reinterpret_cast<Count>(::dlsym(driver, "cuDeviceGetCount"));
   int devices = 0;
-  const bool yes = count != nullptr && count(&devices) != CUDA_ERROR_NOT_INITIALIZED;
-  ::dlclose(driver);
-  if (yes) started = true;
-  return yes;
+  if (count.load()(&devices) == CUDA_ERROR_NOT_INITIALIZED) return false;
+  started = true;
+  return true;
 }
 
 void* driver_function(const char* name) {

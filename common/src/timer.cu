@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kit/cuda_check.hpp"
@@ -207,11 +208,10 @@ void check_options(const TimingOptions& options, const char* who) {
 }
 
 Timing summarize(std::vector<double> times, Timing t, int repeats) {
-  std::sort(times.begin(), times.end());
   t.repeats = repeats;
-  t.min_ms = times.front();
-  t.max_ms = times.back();
-  t.median_ms = median_of(times);
+  t.min_ms = *std::min_element(times.begin(), times.end());
+  t.max_ms = *std::max_element(times.begin(), times.end());
+  t.median_ms = median_of(std::move(times));
   return t;
 }
 

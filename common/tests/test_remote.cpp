@@ -350,7 +350,6 @@ TEST_CASE("a judge told its GPU's PCI address finds and watches that GPU without
   if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible != nullptr && *visible) {
     SKIP("CUDA_VISIBLE_DEVICES is set: this case puts its worker on the first GPU by PCI address");
   }
-  REQUIRE(::setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1) == 0);
   std::vector<std::string> addresses;
   if (DIR* gpus = ::opendir("/proc/driver/nvidia/gpus")) {
     while (const dirent* entry = ::readdir(gpus)) {
@@ -360,6 +359,7 @@ TEST_CASE("a judge told its GPU's PCI address finds and watches that GPU without
   }
   if (addresses.empty()) SKIP("no NVIDIA driver here");
   std::sort(addresses.begin(), addresses.end());
+  REQUIRE(::setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1) == 0);
   REQUIRE(::setenv("KIT_GPU_BUS_ID", addresses.front().c_str(), 1) == 0);
   const kit::GpuStatus& gpu = kit::gpu_status();  // this process's first ask
   CAPTURE(addresses.front(), gpu.reason);
