@@ -195,8 +195,16 @@ Comparison compare_with_diagnoses(const std::vector<float>& P, const MatmulProbl
   return compare_matrix(P, problem.ref, Tolerance{}, tile, alternatives);
 }
 
+namespace {
+
+// The call number of time_ratio's readying calls: past any warm-up or timed call's.
+constexpr int kReadyingCall = 1 << 20;
+
+}  // namespace
+
 TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate,
-                     const MatmulLaunch& baseline, TimingOptions options) {
+                     const MatmulLaunch& baseline, TimingOptions options,
+                     const std::function<void()>& ready) {
   wait_for_the_gpu_asleep();  // before the judge's context, which these buffers make
   DeviceBuffer<float> d_M(problem.M.size()), d_N(problem.N.size());
   DeviceBuffer<float> d_P(static_cast<std::size_t>(problem.rows) * problem.cols);
@@ -232,12 +240,31 @@ TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate
     };
     return hooks;
   };
+  const TimedCallHooks baseline_hooks = hooks_for("the kit's yardstick", 1);
+  const TimedCallHooks candidate_hooks = hooks_for("your kernel", 2);
+  const std::function<void()> run_baseline = [&] { baseline(d_M.data(), d_N.data(), d_P.data()); };
+  const std::function<void()> run_candidate = [&] {
+    candidate(d_M.data(), d_N.data(), d_P.data());
+  };
+  // One untimed, checked call of each side while the GPU is still shared. A side's first call
+  // makes this process's context (the buffers above did), starts its worker (a process and a
+  // CUDA context) or maps these buffers in it: driver work that took seconds on a node whose other
+  // GPUs were starting processes, and kept this GPU emptied for the timing meanwhile
+  // (bench/RESULTS.md, "Starts outside the window"). Its inputs are drawn for a call number no
+  // later call has, so no call sees inputs an earlier one was given.
+  const auto readying_call = [](const std::function<void()>& run, const TimedCallHooks& hooks) {
+    hooks.before(kReadyingCall);
+    run();
+    KIT_CUDA_CHECK(cudaDeviceSynchronize());
+    hooks.after(kReadyingCall);
+  };
+  readying_call(run_baseline, baseline_hooks);
+  readying_call(run_candidate, candidate_hooks);
+  if (ready) ready();
   // In turns, call by call: whatever slows the machine for a while slows both sides of a turn
   // alike (kit/timer.hpp), where timed one after the other it fell on one side alone.
   const TimedTurns turns =
-      time_in_turns([&] { baseline(d_M.data(), d_N.data(), d_P.data()); },
-                    [&] { candidate(d_M.data(), d_N.data(), d_P.data()); }, options,
-                    hooks_for("the kit's yardstick", 1), hooks_for("your kernel", 2));
+      time_in_turns(run_baseline, run_candidate, options, baseline_hooks, candidate_hooks);
   TimeRatio r;
   r.baseline = turns.first;
   r.candidate = turns.second;

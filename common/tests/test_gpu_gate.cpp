@@ -1,49 +1,12 @@
 // kit::ExclusiveGpu against a stand-in for the grader's gate (grader/confine/gate.py): two pipes.
-#include <fcntl.h>
-#include <stdlib.h>
-#include <unistd.h>
-
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <string>
 
+#include "fake_gate.hpp"
 #include "kit/gpu_gate.hpp"
 
 using Catch::Matchers::ContainsSubstring;
-
-namespace {
-
-// The grader's side: reads what the test process asked, and may grant in advance.
-struct FakeGate {
-  int request[2] = {-1, -1};
-  int grant[2] = {-1, -1};
-  FakeGate() {
-    REQUIRE(pipe(request) == 0);
-    REQUIRE(pipe(grant) == 0);
-    REQUIRE(fcntl(request[0], F_SETFL, O_NONBLOCK) == 0);
-    const std::string value = std::to_string(request[1]) + "," + std::to_string(grant[0]);
-    setenv("KIT_GPU_GATE", value.c_str(), 1);
-  }
-  ~FakeGate() {
-    unsetenv("KIT_GPU_GATE");
-    for (int fd : {request[0], request[1], grant[0], grant[1]}) {
-      if (fd >= 0) close(fd);
-    }
-  }
-  void grant_once() { REQUIRE(write(grant[1], "G", 1) == 1); }
-  void close_grant() {
-    close(grant[1]);
-    grant[1] = -1;
-  }
-  std::string asked() {  // every byte the process wrote since the last call
-    std::string bytes;
-    char c;
-    while (read(request[0], &c, 1) == 1) bytes += c;
-    return bytes;
-  }
-};
-
-}  // namespace
 
 TEST_CASE("outside the grader holding the GPU asks nothing and waits for nothing", "[common]") {
   unsetenv("KIT_GPU_GATE");
@@ -53,7 +16,7 @@ TEST_CASE("outside the grader holding the GPU asks nothing and waits for nothing
 
 TEST_CASE("a measurement asks the grader's gate once for nested holds and gives it back",
           "[common]") {
-  FakeGate gate;
+  kit_tests::FakeGate gate;
   gate.grant_once();
   {
     const kit::ExclusiveGpu outer;
@@ -71,7 +34,7 @@ TEST_CASE("a measurement asks the grader's gate once for nested holds and gives 
 }
 
 TEST_CASE("a count of Nsight Compute asks only to be the GPU's one profiling process", "[common]") {
-  FakeGate gate;
+  kit_tests::FakeGate gate;
   gate.grant_once();
   { const kit::ExclusiveGpu profiling(kit::GpuUse::profiling); }
   CHECK(gate.asked() == "PR");
@@ -79,7 +42,7 @@ TEST_CASE("a count of Nsight Compute asks only to be the GPU's one profiling pro
 
 TEST_CASE("a gate that closes without granting is a kit problem and not a measurement",
           "[common]") {
-  FakeGate gate;
+  kit_tests::FakeGate gate;
   gate.close_grant();
   CHECK_THROWS_WITH(kit::ExclusiveGpu(), ContainsSubstring("kit problem") &&
                                              ContainsSubstring("did not give this test the GPU"));
@@ -94,7 +57,7 @@ TEST_CASE("a malformed KIT_GPU_GATE names the variable and who sets it", "[commo
 
 TEST_CASE("between test cases a judge asks the gate to go on but not while it holds the GPU",
           "[common]") {
-  FakeGate gate;
+  kit_tests::FakeGate gate;
   gate.grant_once();
   kit::between_test_cases();
   CHECK(gate.asked() == "C");
@@ -110,7 +73,7 @@ TEST_CASE("between test cases a judge asks the gate to go on but not while it ho
 }
 
 TEST_CASE("a gate that closes before letting the next case start is a kit problem", "[common]") {
-  FakeGate gate;
+  kit_tests::FakeGate gate;
   gate.close_grant();
   CHECK_THROWS_WITH(
       kit::between_test_cases(),

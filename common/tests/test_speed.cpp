@@ -1,7 +1,10 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <stdexcept>
+#include <string>
 
+#include "fake_gate.hpp"
+#include "kit/cublas_matmul.hpp"
 #include "kit/matmul_harness.hpp"
 #include "kit/speed.hpp"
 #include "kit/testing.hpp"
@@ -76,4 +79,34 @@ TEST_CASE("the cuBLAS yardstick multiplies right and times against a kernel on t
   CHECK(speed.metric_name() == "time_ratio_vs_cublas");
   CHECK(speed.worst_ratio() > 0.5);  // the same kernel twice: about 1
   CHECK(speed.worst_ratio() < 2.0);
+}
+
+TEST_CASE("a speed comparison makes a call of each side before it asks for the GPU alone",
+          "[common][gpu]") {
+  KIT_REQUIRE_GPU();
+  // A side's first call starts its worker and makes contexts, which under the grader took seconds
+  // while other processes started on the node; made inside the window, it kept the GPU emptied.
+  constexpr int width = 64;
+  const kit::MatmulProblem problem = kit::make_square_problem(width, 7);
+  kit::CublasMatmul cublas;
+  kit_tests::FakeGate gate;
+  gate.grant_once();
+  std::string log;  // per call: what the gate was asked since the last call, then the side
+  const auto side = [&](char name) -> kit::MatmulLaunch {
+    return [&, name](const float* M, const float* N, float* P) {
+      log += gate.asked();
+      log += name;
+      cublas(M, N, P, width);
+    };
+  };
+  {
+    kit::SpeedComparison speed("reference kernel");
+    speed.time("first", problem, side('c'), side('r'));
+    speed.time("second", problem, side('c'), side('r'));
+  }
+  log += gate.asked();
+  CAPTURE(log);
+  CHECK(log.rfind("rcA", 0) == 0);         // the reference, the candidate, then the window
+  CHECK(log.find('A') == log.rfind('A'));  // one window for both trials
+  CHECK(log.back() == 'R');
 }

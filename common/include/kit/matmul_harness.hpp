@@ -63,6 +63,11 @@ Comparison compare_with_diagnoses(const std::vector<float>& P, const MatmulProbl
 // Times two kernels in this process: candidate's median / baseline's. Every call gets fresh
 // random inputs of the problem's shape and a poisoned P, and its result is spot-checked after
 // it (kit/timed_matmul.hpp); a wrong one throws std::runtime_error saying which call and where.
+// Before the timing (kit::time_in_turns), which asks for the GPU alone, each side makes one
+// untimed, checked call: what a first call starts (the judge's context, a worker's process and
+// context, the workers' mappings of these buffers) then happens while the GPU is shared. Then
+// `ready`, when given, runs: a caller that holds the GPU alone over several timings takes it
+// there (kit::SpeedComparison), after the first one's start.
 struct TimeRatio {
   Timing candidate;
   Timing baseline;
@@ -70,7 +75,8 @@ struct TimeRatio {
   double ratio() const { return median_ratio; }
 };
 TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate,
-                     const MatmulLaunch& baseline, TimingOptions options = {});
+                     const MatmulLaunch& baseline, TimingOptions options = {},
+                     const std::function<void()>& ready = {});
 
 // 2 * rows * inner * cols floating-point operations in `ms` milliseconds, in GFLOP/s.
 double gflops(const MatmulProblem& problem, double ms);

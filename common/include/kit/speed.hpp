@@ -46,7 +46,8 @@ class SpeedComparison {
   std::string reference_name_;
   std::vector<Trial> trials_;
   std::unique_ptr<CublasMatmul> cublas_;  // made on first use: only a student kit needs it
-  // Taken by the first trial and kept, so that a test's trials wait for the GPU only once.
+  // Taken by the first trial once its workers have started (kit::time_ratio's `ready`) and kept,
+  // so that a test's trials wait for the GPU only once.
   std::unique_ptr<ExclusiveGpu> alone_;
 };
 
