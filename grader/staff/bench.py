@@ -195,6 +195,20 @@ def slowest_tests(scores: dict[str, SubmissionScore], most: int = 10) -> list[tu
     return ranked[:most]
 
 
+def longest_runs(scores: dict[str, SubmissionScore], most: int = 8) -> list[tuple[float, str]]:
+    """(seconds, 'student labNN: test') of the single longest test runs, the longest first: a
+    test that takes seconds for one submission alone (a sanitizer's run of one mutant) slows every
+    process beside it on its GPU, and the sums of slowest_tests hide which submission it was."""
+    runs = [
+        (test.duration, f"{student_id} lab{lab.lab_id}: {test.name}")
+        for student_id, score in scores.items()
+        for lab in score.labs
+        for test in lab.tests
+        if test.status is not Status.NOT_BUILT
+    ]
+    return sorted(runs, key=lambda run: -run[0])[:most]
+
+
 def format_passes(passes: list[Pass]) -> str:
     header = (
         "pass",
@@ -290,6 +304,9 @@ def run_bench(
     print("\nwhere the test processes' time went (engine pass, summed over submissions):")
     for name, seconds, count in slowest_tests(engine.scores):
         print(f"  {seconds:7.1f} s  {count:3d} runs  {name}")
+    print("the longest single runs (engine pass):")
+    for seconds, run in longest_runs(engine.scores):
+        print(f"  {seconds:7.1f} s  {run}")
     report: dict = {"passes": [_pass_json(p) for p in every_pass]}
     if fewer is not None:
         scaling, differences = _compared(fewer, engine)

@@ -7,7 +7,7 @@ from grader.pipeline import score as scoring
 from grader.pipeline.run import Status
 from grader.pipeline.score import LabScore, SubmissionScore
 from grader.staff import bench
-from grader.staff.bench import profiler_time, run_bench, score_differences, synthetic_class
+from grader.staff.bench import longest_runs, profiler_time, run_bench, score_differences, synthetic_class
 
 
 def test_copies_differ_so_that_the_cache_shares_nothing(fake_kit):
@@ -40,6 +40,7 @@ def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_p
     engine = report["passes"][1]
     assert engine["wall_s"] > 0 and abs(engine["gpu_idle_s"] - engine["wall_s"]) <= 0.01
     assert "GPU idle (no test process running, no window open)" in shown
+    assert "the longest single runs (engine pass):" in shown and "reference-copy1 lab02: " in shown
     assert "timeline" in shown
     spans = json.loads((tmp_path / "timeline-engine.json").read_text())
     assert spans and {"kind", "start", "end", "gpu", "key"} <= spans[0].keys()
@@ -54,6 +55,29 @@ def test_a_changed_point_is_reported_with_its_test_and_metric():
     assert score_differences(one(10), one(10)) == []
     (line,) = score_differences(one(10), one(6.5))
     assert "s lab02 'speed': 10 vs 6.5" in line and "time_ratio" in line
+
+
+def test_the_longest_single_runs_name_their_student_and_lab_longest_first():
+    def test(name, seconds, status=Status.PASSED):
+        return scoring.TestScore(name, 0, 10, status, duration=seconds)
+
+    scores = {
+        "ann": SubmissionScore(
+            "ann", labs=[LabScore("03", "03_demo", "Demo", [test("race", 21.5), test("speed", 2.0)])]
+        ),
+        "bob": SubmissionScore(
+            "bob",
+            labs=[
+                LabScore("03", "03_demo", "Demo", [test("race", 1.5), test("never", 0.0, Status.NOT_BUILT)])
+            ],
+        ),
+    }
+    assert longest_runs(scores, most=2) == [(21.5, "ann lab03: race"), (2.0, "ann lab03: speed")]
+    assert [run for _, run in longest_runs(scores)] == [
+        "ann lab03: race",
+        "ann lab03: speed",
+        "bob lab03: race",
+    ]
 
 
 def test_the_pass_the_engine_is_compared_with_runs_each_test_alone(fake_kit, tmp_path, capsys, monkeypatch):
