@@ -45,7 +45,9 @@ Ledger& ledger() {
 DeviceMemoryUse device_memory_use() {
   Ledger& l = ledger();
   std::lock_guard<std::mutex> lock(l.mutex);
-  return l.use;
+  DeviceMemoryUse use = l.use;
+  use.made = l.made;
+  return use;
 }
 
 std::uint64_t allocation_serial(const void* base) {

@@ -94,6 +94,31 @@ struct Address {
   }
 };
 
+// How many cudaMalloc calls the worker has made: its own and the kit's, for staged arrays.
+struct AllocationsMade {
+  static constexpr const char* name = "test::allocations_made";
+  template <class Wire>
+  static void args(Wire&) {}
+};
+
+// d[i] = value for n elements of device memory, past an array's end too (a stray write).
+struct Fill {
+  static constexpr const char* name = "test::fill";
+  template <class Wire>
+  static void args(Wire& w, float*& d, int& n, float& value) {
+    w.device(d), w.value(n), w.value(value);
+  }
+};
+
+// d[i] as the worker's device memory holds it, past an array's end too (a stray read).
+struct ElementAt {
+  static constexpr const char* name = "test::element_at";
+  template <class Wire>
+  static void args(Wire& w, const float*& d, int& i) {
+    w.device(d), w.value(i);
+  }
+};
+
 // d[i] = -d[i] for n elements of device memory, by a kernel.
 struct Negate {
   static constexpr const char* name = "test::negate";

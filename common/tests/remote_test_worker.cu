@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../src/remote_wire.hpp"
+#include "kit/device_memory.hpp"
 #include "remote_test_calls.hpp"
 
 namespace {
@@ -36,6 +37,24 @@ std::string get(std::string variable) {
 }
 
 std::uint64_t address(const float* d) { return reinterpret_cast<std::uint64_t>(d); }
+
+std::uint64_t allocations_made() { return kit::device_memory_use().made; }
+
+void fill(float* d, int n, float value) {
+  const std::vector<float> values(static_cast<std::size_t>(n), value);
+  if (cudaMemcpy(d, values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice) !=
+      cudaSuccess) {
+    throw std::runtime_error("test::fill: the copy failed");
+  }
+}
+
+float element_at(const float* d, int i) {
+  float value = 0;
+  if (cudaMemcpy(&value, d + i, sizeof value, cudaMemcpyDeviceToHost) != cudaSuccess) {
+    throw std::runtime_error("test::element_at: the copy failed");
+  }
+  return value;
+}
 
 int ask(const std::function<int(int, int)>& f, int x) { return f(x, 2) + f(x, 3); }
 
@@ -127,6 +146,9 @@ long pid() { return static_cast<long>(getpid()); }
     kit::remote::serve<remote_test::Throw>(&throw_kind),
     kit::remote::serve<remote_test::Getenv>(&get),
     kit::remote::serve<remote_test::Address>(&address),
+    kit::remote::serve<remote_test::AllocationsMade>(&allocations_made),
+    kit::remote::serve<remote_test::Fill>(&fill),
+    kit::remote::serve<remote_test::ElementAt>(&element_at),
     kit::remote::serve<remote_test::Negate>(&negate),
     kit::remote::serve<remote_test::Ask>(&ask),
     kit::remote::serve<remote_test::Hog>(&hog),

@@ -83,6 +83,48 @@ TEST_CASE(
         reinterpret_cast<std::uint64_t>(kept.data()));
 }
 
+TEST_CASE("a staged array of the last call's size reuses its device copy with the judge's bytes",
+          "[common][remote][gpu]") {
+  KIT_REQUIRE_GPU();
+  // Each cudaMalloc and cudaFree is a trip into the driver, serialized across a node's processes:
+  // the worker keeps the last call's copies for a next call of the same sizes.
+  const auto address_of = [](std::vector<float>& v) {
+    const kit::remote::StagedArrays staged({kit::remote::staged(v)});
+    const float* d = v.data();
+    return call<remote_test::Address, std::uint64_t>(role, d);
+  };
+  std::vector<float> a(1 << 20, 1.0f), b(1 << 20, 2.0f), other(3 << 20, 3.0f);
+  const std::uint64_t first = address_of(a);
+  const auto made = call<remote_test::AllocationsMade, std::uint64_t>(role);
+  CHECK(address_of(b) == first);  // the same size: the kept copy, no new allocation
+  CHECK(call<remote_test::AllocationsMade, std::uint64_t>(role) == made);
+  // The kept copy, which held b, gets a's bytes: negated, a's values come back, not b's.
+  {
+    const kit::remote::StagedArrays staged({kit::remote::staged(a)});
+    call<remote_test::Negate>(role, a.data(), static_cast<int>(a.size()));
+  }
+  CHECK(std::all_of(a.begin(), a.end(), [](float x) { return x == -1.0f; }));
+  CHECK(address_of(other) != first);  // another size: a copy of its own
+  CHECK(call<remote_test::AllocationsMade, std::uint64_t>(role) == made + 1);
+}
+
+TEST_CASE("a read just past a staged array finds zeros whatever the call before wrote there",
+          "[common][remote][gpu]") {
+  KIT_REQUIRE_GPU();
+  // The worker's copy of the last call's array is reused: a stray write past its end in one call
+  // must not become what a stray read finds in the next (lab 04's load guard off by one).
+  std::vector<float> first(1000, 1.0f), second(1000, 2.0f);
+  {
+    const kit::remote::StagedArrays staged({kit::remote::staged(first)});
+    call<remote_test::Fill>(role, first.data(), 1100, 7.0f);  // 100 floats past the end
+  }
+  const kit::remote::StagedArrays staged({kit::remote::staged(second)});
+  const float* d = second.data();
+  CHECK(call<remote_test::ElementAt, float>(role, d, 999) == 2.0f);
+  CHECK(call<remote_test::ElementAt, float>(role, d, 1000) == 0.0f);
+  CHECK(call<remote_test::ElementAt, float>(role, d, 1099) == 0.0f);
+}
+
 TEST_CASE("a staged guarded array comes back with the sentinels a stray write changed",
           "[common][remote][gpu]") {
   KIT_REQUIRE_GPU();
@@ -307,20 +349,35 @@ TEST_CASE("a worker that holds more device memory than a test may is stopped dur
 TEST_CASE("a timed call's time holds none of the judge's watch of the worker's memory",
           "[common][remote][gpu]") {
   KIT_REQUIRE_GPU();
-  // The worker's context first, untimed, so that the timed call below is a quick allocation: a
-  // call that lasts past 250 ms is watched while it runs, timed or not.
-  fresh_worker_under_a_small_cap([] { CHECK_NOTHROW(call<remote_test::Hog>(role, 64, 0)); });
-  {
-    // Hog keeps what it allocates: 1.5 GiB more, past the cap, once the call has returned.
-    // Timed, the call is not watched after it: that watch would count in the student's time.
-    const kit::remote::TimedCalls timed;
-    CHECK_NOTHROW(call<remote_test::Hog>(role, 1536, 0));
+  // A call that lasts past 250 ms is watched while it runs, timed or not, and this case cannot
+  // tell then. The worker's context comes first, untimed, so that the timed call is only an
+  // allocation; where even that outlasts 250 ms (a GPU busy with CTest's other cases: seen on four
+  // H200s), the try is made again with a fresh worker, three times at most.
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    fresh_worker_under_a_small_cap([] { CHECK_NOTHROW(call<remote_test::Hog>(role, 64, 0)); });
+    std::string during;
+    {
+      // Hog keeps what it allocates: 1.5 GiB more, past the cap, once the call has returned.
+      // Timed, the call is not watched after it: that watch would count in the student's time.
+      const kit::remote::TimedCalls timed;
+      during = worker_error([] { call<remote_test::Hog>(role, 1536, 0); });
+    }
+    if (during != "none") {
+      CAPTURE(attempt, during);
+      REQUIRE_THAT(during, ContainsSubstring("during test::hog"));  // watched while it ran
+      continue;
+    }
+    // The next call that is not timed is watched, and the worker stopped.
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // past the watch's 100 ms
+    CHECK_THAT(worker_error([] { call<remote_test::Add, int>(role, 1, 1); }),
+               ContainsSubstring("MiB of device memory"));
+    kit::remote::stop_worker(role);
+    return;
   }
-  // The next call that is not timed is watched, and the worker stopped.
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // past the watch's 100 ms
-  CHECK_THAT(worker_error([] { call<remote_test::Add, int>(role, 1, 1); }),
-             ContainsSubstring("MiB of device memory"));
   kit::remote::stop_worker(role);
+  SKIP(
+      "the timed allocation outlasted the in-call watch's 250 ms three times (a busy GPU), so "
+      "whether a timed call is watched after it returns could not be told");
 }
 
 TEST_CASE("a call that never touches the device costs the worker no CUDA context",

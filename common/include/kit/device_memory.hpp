@@ -21,6 +21,7 @@ struct DeviceMemoryUse {
   std::size_t bytes = 0;        // allocated through cudaMalloc and not yet freed
   std::size_t allocations = 0;  // how many such allocations
   std::size_t refused = 0;      // cudaMalloc calls refused for going over the limit
+  std::uint64_t made = 0;       // allocations made since the process began, freed or not
 };
 
 DeviceMemoryUse device_memory_use();
