@@ -30,7 +30,6 @@ struct Ledger {
   std::mutex mutex;
   std::unordered_map<void*, Allocation> sizes;
   DeviceMemoryUse use;
-  std::uint64_t made = 0;
   std::vector<void*> held;  // freed by the program, kept until the worker ends (cudaFree below)
 };
 
@@ -45,9 +44,7 @@ Ledger& ledger() {
 DeviceMemoryUse device_memory_use() {
   Ledger& l = ledger();
   std::lock_guard<std::mutex> lock(l.mutex);
-  DeviceMemoryUse use = l.use;
-  use.made = l.made;
-  return use;
+  return l.use;
 }
 
 std::uint64_t allocation_serial(const void* base) {
@@ -100,7 +97,7 @@ extern "C" cudaError_t __wrap_cudaMalloc(void** pointer, size_t bytes) {
   if (kit::remote::calls_are_remote()) bytes = (bytes + kIpcBlock - 1) / kIpcBlock * kIpcBlock;
   const cudaError_t code = __real_cudaMalloc(pointer, bytes);
   if (code == cudaSuccess && pointer != nullptr && *pointer != nullptr) {
-    l.sizes[*pointer] = {asked, ++l.made};
+    l.sizes[*pointer] = {asked, ++l.use.made};
     l.use.bytes += asked;
     ++l.use.allocations;
   }

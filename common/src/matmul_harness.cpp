@@ -197,8 +197,9 @@ Comparison compare_with_diagnoses(const std::vector<float>& P, const MatmulProbl
 
 namespace {
 
-// The call number of time_ratio's readying calls: past any warm-up or timed call's.
-constexpr int kReadyingCall = 1 << 20;
+// The call number of time_ratio's readying calls: below every warm-up's and timed call's, which
+// count from 0, so that its inputs are no other call's (and its message says it was untimed).
+constexpr int kReadyingCall = -1;
 
 }  // namespace
 
@@ -246,12 +247,11 @@ TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate
   const std::function<void()> run_candidate = [&] {
     candidate(d_M.data(), d_N.data(), d_P.data());
   };
-  // One untimed, checked call of each side while the GPU is still shared. A side's first call
-  // makes this process's context (the buffers above did), starts its worker (a process and a
-  // CUDA context) or maps these buffers in it: driver work that took seconds on a node whose other
-  // GPUs were starting processes, and kept this GPU emptied for the timing meanwhile
-  // (bench/RESULTS.md, "Starts outside the window"). Its inputs are drawn for a call number no
-  // later call has, so no call sees inputs an earlier one was given.
+  // One untimed, checked call of each side while the GPU is still shared (the buffers above made
+  // this process's context). A side's first call starts its worker (a process and a CUDA context)
+  // and maps these buffers in it: driver work that took seconds on a node whose other GPUs were
+  // starting processes, and kept this GPU emptied for the timing meanwhile (bench/RESULTS.md,
+  // "Starts outside the window"). Its inputs are drawn for a call number no other call has.
   const auto readying_call = [](const std::function<void()>& run, const TimedCallHooks& hooks) {
     hooks.before(kReadyingCall);
     run();

@@ -397,6 +397,10 @@ long worker_pid(Role role) {
   return w.of(role).pid();
 }
 
+void drop_kept_copies(Role role) {
+  if (worker_pid(role) > 0) call<DropKeptCopies>(role);
+}
+
 void stop_worker(Role role) {
   Workers& w = workers();
   std::lock_guard<std::mutex> lock(w.mutex);

@@ -9,6 +9,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "kit/cuda_check.hpp"
+#include "kit/device_memory.hpp"
 #include "kit/remote.hpp"
 #include "remote_wire.hpp"
 
@@ -46,39 +48,76 @@ std::vector<Mapping>& mappings() {
 constexpr std::size_t kMappingsKept = 32;
 
 // The last call's device copies of staged arrays, kept for the next call: a test makes call after
-// call of one shape, and each cudaMalloc and cudaFree of a matrix is a trip into the driver, whose
-// work for all the processes of a node is what bounds grading on several GPUs (bench/RESULTS.md,
-// "Every GPU of a node").
-// A staged array takes a kept copy of its exact size, or allocates; whatever a call with staged
-// arrays did not take is freed when it ends, so the worker holds at most one call's copies. Every
-// copy is written with the judge's bytes before the call, so nothing of an earlier call shows.
+// call of one shape, and a cudaMalloc and a cudaFree per matrix and call are trips into the
+// driver, whose work for all the processes of a node is what bounds grading on several GPUs
+// (bench/RESULTS.md, "Every GPU of a node"; what keeping them saved was not measured apart from
+// the change it came with, "Starts outside the window"). A staged array takes a kept copy of its
+// exact size, or allocates; whatever a call with staged arrays did not take is freed when it
+// ends, so that between calls the worker holds at most one call's copies; and the judge drops
+// them all after each passing test case (kit::remote::drop_kept_copies), so that its counts of
+// the worker's device memory see none of them. Every copy is written with the judge's bytes
+// before the call, so nothing of an earlier call shows in it.
 //
-// Nor past its end: each copy has a tail of kStagedTail bytes, zeroed before every call, so that a
-// kernel that reads a little past an array (lab 04's load guard off by one) reads zeros, whatever
-// earlier calls left in that memory, and a test's result does not depend on the calls before it.
-// Such reads are judged by the guarded tests (kit::HostGuarded), whose bands lie within the array.
+// Nor just past its end: each copy has a tail of kStagedTail bytes, zeroed before every call, so
+// that a kernel that reads a little past an array (lab 04's load guard off by one) reads zeros,
+// whatever earlier calls left in that memory. Such reads are judged by the guarded tests
+// (kit::HostGuarded), whose bands lie within the array.
+//
+// The student's code shares this process and may free a copy or reset the device: a copy is kept
+// and reused only while the kit's ledger still knows it as the allocation the worker made (its
+// serial number, kit/device_memory.hpp) and the runtime still knows its address; any other is
+// dropped without a cudaFree, which could free the student's own buffer at that address.
 constexpr std::size_t kStagedTail = std::size_t(64) << 10;
 struct KeptCopy {
   void* device;
   std::size_t bytes;
+  std::uint64_t serial;
 };
 std::vector<KeptCopy>& kept_copies() {
   static std::vector<KeptCopy> kept;
   return kept;
 }
 
-void* staged_copy(std::size_t bytes) {
+bool still_ours(void* device, std::uint64_t serial) {
+  if (device == nullptr || allocation_serial(device) != serial) return false;
+  cudaPointerAttributes attributes{};
+  const bool known = cudaPointerGetAttributes(&attributes, device) == cudaSuccess &&
+                     attributes.type == cudaMemoryTypeDevice;
+  (void)cudaGetLastError();  // a stale address's error is not the student's next call's
+  return known;
+}
+
+void free_if_ours(const KeptCopy& copy) {
+  if (still_ours(copy.device, copy.serial)) (void)cudaFree(copy.device);
+  (void)cudaGetLastError();
+}
+
+KeptCopy staged_copy(std::size_t bytes) {
   std::vector<KeptCopy>& kept = kept_copies();
-  for (auto copy = kept.begin(); copy != kept.end(); ++copy) {
-    if (copy->bytes != bytes) continue;
-    void* device = copy->device;
-    kept.erase(copy);
-    return device;
+  for (auto copy = kept.begin(); copy != kept.end();) {
+    if (copy->bytes != bytes) {
+      ++copy;
+    } else if (!still_ours(copy->device, copy->serial)) {
+      copy = kept.erase(copy);  // freed or gone with a reset: forgotten, not freed
+    } else {
+      const KeptCopy found = *copy;
+      kept.erase(copy);
+      return found;
+    }
   }
   void* device = nullptr;
   KIT_CUDA_CHECK(cudaMalloc(&device, bytes + kStagedTail));
-  return device;
+  return {device, bytes, allocation_serial(device)};
 }
+
+void drop_kept_copies() {
+  std::vector<KeptCopy>& kept = kept_copies();
+  for (const KeptCopy& copy : kept) free_if_ours(copy);
+  kept.clear();
+}
+
+// Served by every worker, for the judge's kit::remote::drop_kept_copies.
+const bool drop_served = serve<DropKeptCopies>(&drop_kept_copies);
 
 bool has_device() {
   static const bool found = [] {
@@ -245,8 +284,9 @@ void* WorkerArgs::staged_array() {
   const auto bytes = d_.get<std::uint64_t>();
   if (offset > bytes) throw std::invalid_argument("a staged array's offset is past its end");
   const char* data = d_.take(bytes);
-  void* const device = staged_copy(bytes);
-  staged_.push_back({device, bytes});
+  const KeptCopy copy = staged_copy(bytes);
+  void* const device = copy.device;
+  staged_.push_back({device, bytes, copy.serial});
   KIT_CUDA_CHECK(cudaMemcpy(device, data, bytes, cudaMemcpyHostToDevice));
   KIT_CUDA_CHECK(cudaMemset(static_cast<char*>(device) + bytes, 0, kStagedTail));
   // From pageable memory cudaMemcpy may return before the data has landed, and the call's
@@ -279,11 +319,16 @@ void WorkerArgs::write_outs() {
 
 WorkerArgs::~WorkerArgs() {
   if (staged_.empty()) return;  // a call of other arguments leaves the kept copies as they are
-  // Not checked: after a sticky error cudaFree fails too, and the worker is replaced anyway.
+  // Whatever the call left running is done before its copies serve another call: after a call
+  // that threw something other than a CUDA error nothing has waited for the device yet (the reply
+  // is made by now; an error found here shows at the next call, as a sticky one does). Not
+  // checked: after a sticky error cudaFree fails too, and the worker is replaced anyway.
+  (void)cudaDeviceSynchronize();
+  drop_kept_copies();
   std::vector<KeptCopy>& kept = kept_copies();
-  for (const KeptCopy& unused : kept) (void)cudaFree(unused.device);
-  kept.clear();
-  for (const Staged& s : staged_) kept.push_back({s.device, s.bytes});
+  for (const Staged& s : staged_) {
+    if (still_ours(s.device, s.serial)) kept.push_back({s.device, s.bytes, s.serial});
+  }
 }
 
 }  // namespace kit::remote

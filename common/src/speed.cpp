@@ -12,8 +12,9 @@ SpeedComparison::SpeedComparison(std::string reference_name)
 
 void SpeedComparison::time(const std::string& label, const MatmulProblem& problem,
                            const MatmulLaunch& candidate, const MatmulLaunch& reference) {
-  // The GPU alone from the first trial's readying calls on (kit::time_ratio), for every trial:
-  // its start happens while the GPU is shared, and the test waits for the GPU only once.
+  // The GPU alone from just after the first trial's readying calls (kit::time_ratio) to the end
+  // of the last trial: the first trial's start happens while the GPU is shared, and the test waits
+  // for the GPU only once.
   const auto hold_the_gpu = [this] {
     if (!alone_) alone_ = std::make_unique<ExclusiveGpu>();
   };

@@ -132,8 +132,12 @@ std::string describe_spot_check(const SpotCheck& check, int cols, int call,
                                 const std::string& who) {
   std::ostringstream out;
   const long long element = check.unwritten >= 0 ? check.unwritten : check.wrong;
-  out << "timed call " << call << " of " << who << ": P[" << element / cols << "]["
-      << element % cols << "] ";
+  if (call < 0) {
+    out << "the untimed call of " << who << " before the timing";
+  } else {
+    out << "timed call " << call << " of " << who;
+  }
+  out << ": P[" << element / cols << "][" << element % cols << "] ";
   if (check.unwritten >= 0) {
     out << "was never written.";
   } else {

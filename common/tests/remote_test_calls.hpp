@@ -101,6 +101,22 @@ struct AllocationsMade {
   static void args(Wire&) {}
 };
 
+// How many of the worker's allocations are live now.
+struct AllocationsHeld {
+  static constexpr const char* name = "test::allocations_held";
+  template <class Wire>
+  static void args(Wire&) {}
+};
+
+// cudaFree(d): a launcher that frees a buffer it was given.
+struct FreeIt {
+  static constexpr const char* name = "test::free_it";
+  template <class Wire>
+  static void args(Wire& w, float*& d) {
+    w.device(d);
+  }
+};
+
 // d[i] = value for n elements of device memory, past an array's end too (a stray write).
 struct Fill {
   static constexpr const char* name = "test::fill";

@@ -40,6 +40,12 @@ std::uint64_t address(const float* d) { return reinterpret_cast<std::uint64_t>(d
 
 std::uint64_t allocations_made() { return kit::device_memory_use().made; }
 
+std::uint64_t allocations_held() { return kit::device_memory_use().allocations; }
+
+void free_it(float* d) {
+  if (cudaFree(d) != cudaSuccess) throw std::runtime_error("test::free_it: cudaFree failed");
+}
+
 void fill(float* d, int n, float value) {
   const std::vector<float> values(static_cast<std::size_t>(n), value);
   if (cudaMemcpy(d, values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice) !=
@@ -147,6 +153,8 @@ long pid() { return static_cast<long>(getpid()); }
     kit::remote::serve<remote_test::Getenv>(&get),
     kit::remote::serve<remote_test::Address>(&address),
     kit::remote::serve<remote_test::AllocationsMade>(&allocations_made),
+    kit::remote::serve<remote_test::AllocationsHeld>(&allocations_held),
+    kit::remote::serve<remote_test::FreeIt>(&free_it),
     kit::remote::serve<remote_test::Fill>(&fill),
     kit::remote::serve<remote_test::ElementAt>(&element_at),
     kit::remote::serve<remote_test::Negate>(&negate),

@@ -91,7 +91,8 @@ TEST_CASE("a speed comparison makes a call of each side before it asks for the G
   kit::CublasMatmul cublas;
   kit_tests::FakeGate gate;
   gate.grant_once();
-  std::string log;  // per call: what the gate was asked since the last call, then the side
+  gate.grant_once();  // a second window, wrongly asked for, is then seen below instead of hanging
+  std::string log;    // per call: what the gate was asked since the last call, then the side
   const auto side = [&](char name) -> kit::MatmulLaunch {
     return [&, name](const float* M, const float* N, float* P) {
       log += gate.asked();

@@ -229,3 +229,17 @@ TEST_CASE("spot checks find a wrong or unwritten element of a product", "[common
   CHECK_THAT(kit::describe_spot_check(unwritten, cols, 4, "your kernel"),
              ContainsSubstring("P[4][8] was never written"));
 }
+
+TEST_CASE("a wrong timed call is named by its number and the untimed one before it as untimed",
+          "[common]") {
+  kit::SpotCheck check;
+  check.wrong = 2 * 10 + 3;
+  check.got = 1.0f;
+  check.want = 2.0;
+  CHECK_THAT(kit::describe_spot_check(check, 10, 3, "your kernel"),
+             ContainsSubstring("timed call 3 of your kernel: P[2][3] is 1, expected 2."));
+  const std::string untimed = kit::describe_spot_check(check, 10, -1, "your kernel");
+  CHECK_THAT(untimed,
+             ContainsSubstring("the untimed call of your kernel before the timing: P[2][3]"));
+  CHECK_THAT(untimed, !ContainsSubstring("timed call -1"));
+}

@@ -63,11 +63,12 @@ Comparison compare_with_diagnoses(const std::vector<float>& P, const MatmulProbl
 // Times two kernels in this process: candidate's median / baseline's. Every call gets fresh
 // random inputs of the problem's shape and a poisoned P, and its result is spot-checked after
 // it (kit/timed_matmul.hpp); a wrong one throws std::runtime_error saying which call and where.
-// Before the timing (kit::time_in_turns), which asks for the GPU alone, each side makes one
-// untimed, checked call: what a first call starts (the judge's context, a worker's process and
-// context, the workers' mappings of these buffers) then happens while the GPU is shared. Then
-// `ready`, when given, runs: a caller that holds the GPU alone over several timings takes it
-// there (kit::SpeedComparison), after the first one's start.
+// The timing's buffers are made first (in a judge, its CUDA context with them), then each side
+// makes one untimed, checked call (a worker's start, its mappings of the buffers), and only then
+// does the timing (kit::time_in_turns) ask for the GPU alone: that driver work happens while the
+// GPU is shared. `ready`, when given, runs before the timing: a caller that holds the GPU alone
+// over several timings takes it there (kit::SpeedComparison), after the first one's start; the
+// later ones make their buffers and readying calls inside it.
 struct TimeRatio {
   Timing candidate;
   Timing baseline;

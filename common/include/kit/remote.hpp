@@ -295,6 +295,14 @@ std::vector<char> exchange(Role role, const std::string& name, std::vector<char>
 // Ends the worker of `role` (the next call starts a new one).
 void stop_worker(Role role);
 
+// The kit's own call, which every worker serves: it frees the device copies of staged arrays that
+// the worker keeps from one call to the next (common/src/remote_worker.cpp says why it keeps them).
+struct DropKeptCopies {
+  static constexpr const char* name = "kit::drop_kept_copies";
+  template <class Wire>
+  static void args(Wire&) {}
+};
+
 template <class Call, class R = void, class... A>
 R call(Role role, A... arguments) {
   Encoder e;
@@ -357,6 +365,11 @@ void* driver_function(const char* name);
 // The worker's process id as this process sees it (0 when none is running), for reading its
 // use of the device from outside it (kit::remote::worker_device_memory).
 long worker_pid(Role role);
+
+// Asks the worker of `role`, where one runs, to free the copies of staged arrays it keeps, so that
+// a count of its device memory holds only what the student's code keeps (FreshWorkers between
+// test cases). Starts no worker; throws as `call` does.
+void drop_kept_copies(Role role);
 
 // Device memory the driver reports for the student's worker (NVML, per process), in bytes;
 // -1 with `why` filled when it cannot be read here, or when NVML lists neither this process nor
@@ -474,6 +487,7 @@ class WorkerArgs {
   struct Staged {
     void* device;
     std::size_t bytes;
+    std::uint64_t serial;  // the kit's ledger's number for the allocation (kit/device_memory.hpp)
   };
   std::vector<Staged> staged_;  // this call's device copies of the judge's staged arrays
   struct Out {

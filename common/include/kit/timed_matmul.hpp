@@ -30,7 +30,8 @@ struct SpotCheck {
 SpotCheck spot_check_matmul(const float* d_M, const float* d_N, const float* d_P, int rows,
                             int inner, int cols, std::uint64_t seed, int samples = 64);
 
-// One line for a student: which element of which timed call was wrong, and what that means.
+// One line for a student: which element of which timed call was wrong, and what that means; a
+// negative `call` is the untimed call made before the timing (kit::time_ratio).
 std::string describe_spot_check(const SpotCheck& check, int cols, int call, const std::string& who);
 
 }  // namespace kit
