@@ -87,6 +87,7 @@ class Lease:
     started: float = 0.0
     parked: float = 0.0  # seconds spent waiting for windows, not running
     yields: bool = False  # stops between its cases while its lane drains (Scheduler.checkpoint)
+    who: str | None = None  # the submission it serves (SUBMISSION), for the timeline
 
 
 @dataclass
@@ -118,6 +119,7 @@ class Span:
     end: float
     gpu: str | None = None
     key: str | None = None
+    who: str | None = None  # the submission whose job it is, where the engine said (SUBMISSION)
 
 
 @dataclass
@@ -142,6 +144,9 @@ def _never() -> bool:
 # submissions fill what the earlier ones leave idle. The engine sets it in each submission's
 # thread, and the threads that run its tests inherit it (contextvars.copy_context).
 SUBMISSION_ORDER: ContextVar[int] = ContextVar("submission_order", default=0)
+# And which submission that is (its student id), set and inherited the same way: it names the
+# submission in each span of the timeline, so that a bench can say whose process ran long.
+SUBMISSION: ContextVar[str | None] = ContextVar("submission", default=None)
 
 
 class Scheduler:
@@ -255,10 +260,10 @@ class Scheduler:
             with self._changed:
                 lease.parked += opened - asked
                 self.stats.parked_seconds += opened - asked
-                self.stats.spans.append(Span("parked", asked, opened, lane.gpu, lease.key))
+                self.stats.spans.append(Span("parked", asked, opened, lane.gpu, lease.key, lease.who))
                 if granted:
                     self.stats.window_seconds += closed - opened
-                    self.stats.spans.append(Span("window", opened, closed, lane.gpu, lease.key))
+                    self.stats.spans.append(Span("window", opened, closed, lane.gpu, lease.key, lease.who))
 
     @contextmanager
     def profiler_turn(self, lease: Lease, cancelled: Callable[[], bool] = _never) -> Iterator[bool]:
@@ -292,11 +297,13 @@ class Scheduler:
             with self._changed:
                 if granted:
                     lane.profiling = False
-                    self.stats.spans.append(Span("profiler", opened, self._clock(), lane.gpu, lease.key))
+                    self.stats.spans.append(
+                        Span("profiler", opened, self._clock(), lane.gpu, lease.key, lease.who)
+                    )
                 if parked:
                     lease.parked += opened - asked
                     self.stats.parked_seconds += opened - asked
-                    self.stats.spans.append(Span("parked", asked, opened, lane.gpu, lease.key))
+                    self.stats.spans.append(Span("parked", asked, opened, lane.gpu, lease.key, lease.who))
                 self._changed.notify_all()
 
     def checkpoint(self, lease: Lease, cancelled: Callable[[], bool] = _never) -> bool:
@@ -317,7 +324,7 @@ class Scheduler:
             resumed = self._clock()
             lease.parked += resumed - asked
             self.stats.parked_seconds += resumed - asked
-            self.stats.spans.append(Span("parked", asked, resumed, lane.gpu, lease.key))
+            self.stats.spans.append(Span("parked", asked, resumed, lane.gpu, lease.key, lease.who))
             self._changed.notify_all()
         return not cancelled()
 
@@ -345,7 +352,7 @@ class Scheduler:
                 self._cpu_used += 1
                 self._held += 1
                 self._count(need.value, self._cpu_used)
-                return Lease(need, None, key, self._clock(), yields=yields)
+                return Lease(need, None, key, self._clock(), yields=yields, who=SUBMISSION.get())
             # A job that yields stops at its next case for a drain: it fits whatever the drain time.
             expected = None if yields else self._expected_or_longest(key)
             waiting = (order, expected)
@@ -366,7 +373,7 @@ class Scheduler:
                 self._changed.notify_all()
             self._raise_if_stopped()
             assert isinstance(lane, _Lane)
-            lease = Lease(need, lane.gpu, key, self._clock(), yields=yields)
+            lease = Lease(need, lane.gpu, key, self._clock(), yields=yields, who=SUBMISSION.get())
             lane.active[id(lease)] = lease
             self._cpu_used += 1
             self._held += 1
@@ -416,7 +423,9 @@ class Scheduler:
     def _release(self, lease: Lease) -> None:
         with self._changed:
             ended = self._clock()
-            self.stats.spans.append(Span(lease.need.value, lease.started, ended, lease.gpu, lease.key))
+            self.stats.spans.append(
+                Span(lease.need.value, lease.started, ended, lease.gpu, lease.key, lease.who)
+            )
             if lease.key is not None:
                 seen = self._durations.setdefault(lease.key, [])
                 seen.append(ended - lease.started - lease.parked)

@@ -28,7 +28,7 @@ from ..confine.cgroups import Cgroups
 from ..confine.cgroups import detect as detect_cgroups
 from ..confine.proc import kill_started_groups
 from ..confine.sandbox import Sandbox, detect, gpu_nodes, tool_folders
-from ..engine.schedule import SUBMISSION_ORDER, Need, Scheduler, Stopped, result_of, visible_gpus
+from ..engine.schedule import SUBMISSION, SUBMISSION_ORDER, Need, Scheduler, Stopped, result_of, visible_gpus
 from ..errors import GraderError
 from ..progress import PlainProgress, Progress, QuietProgress
 from ..rubric import Kit, Lab, check_rubric_against_listing
@@ -339,6 +339,7 @@ class Engine:
 
         def one(order: int, student_id: str, collect: Callable[[], Submission]) -> SubmissionScore:
             SUBMISSION_ORDER.set(order)  # the earliest submission's jobs go first (engine/schedule.py)
+            SUBMISSION.set(student_id)  # and the timeline names it
             score = SubmissionScore(student_id)
             try:
                 self.progress.stage(student_id, "collecting")

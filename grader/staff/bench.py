@@ -195,17 +195,23 @@ def slowest_tests(scores: dict[str, SubmissionScore], most: int = 10) -> list[tu
     return ranked[:most]
 
 
-def longest_runs(scores: dict[str, SubmissionScore], most: int = 8) -> list[tuple[float, str]]:
-    """(seconds, 'student labNN: test') of the single longest test runs, the longest first: a
-    test that takes seconds for one submission alone (a sanitizer's run of one mutant) slows every
-    process beside it on its GPU, and the sums of slowest_tests hide which submission it was."""
-    runs = [
-        (test.duration, f"{student_id} lab{lab.lab_id}: {test.name}")
-        for student_id, score in scores.items()
-        for lab in score.labs
-        for test in lab.tests
-        if test.status is not Status.NOT_BUILT
-    ]
+def longest_runs(spans: list[Span], most: int = 8) -> list[tuple[float, str]]:
+    """(seconds, 'student: test') of the test processes that ran longest, not counting the time
+    they were parked for a window or a profiler turn, the longest first: one that runs for many
+    seconds (a sanitizer's run of a racy kernel) slows every process beside it on its GPU, and the
+    sums of slowest_tests hide which submission it was. Only jobs the engine named a submission
+    for (Span.who): not the harness's build."""
+    parked: dict[tuple[str, str | None], list[Span]] = {}
+    for span in spans:
+        if span.kind == "parked" and span.who is not None:
+            parked.setdefault((span.who, span.key), []).append(span)
+    runs = []
+    for span in spans:
+        if span.kind not in ("gpu", "cpu") or span.who is None or span.key is None:
+            continue
+        waits = parked.get((span.who, span.key), [])
+        waited = sum(w.end - w.start for w in waits if w.start >= span.start and w.end <= span.end)
+        runs.append((span.end - span.start - waited, f"{span.who}: {span.key}"))
     return sorted(runs, key=lambda run: -run[0])[:most]
 
 
@@ -304,8 +310,8 @@ def run_bench(
     print("\nwhere the test processes' time went (engine pass, summed over submissions):")
     for name, seconds, count in slowest_tests(engine.scores):
         print(f"  {seconds:7.1f} s  {count:3d} runs  {name}")
-    print("the longest single runs (engine pass):")
-    for seconds, run in longest_runs(engine.scores):
+    print("the test processes that ran longest, parked time left out (engine pass):")
+    for seconds, run in longest_runs(engine.spans):
         print(f"  {seconds:7.1f} s  {run}")
     report: dict = {"passes": [_pass_json(p) for p in every_pass]}
     if fewer is not None:

@@ -20,7 +20,15 @@ from pathlib import Path
 import pytest
 
 from grader.confine.sandbox import LaneGpu, Sandbox
-from grader.engine.schedule import SUBMISSION_ORDER, Need, Scheduler, Stopped, need_for_tags, result_of
+from grader.engine.schedule import (
+    SUBMISSION,
+    SUBMISSION_ORDER,
+    Need,
+    Scheduler,
+    Stopped,
+    need_for_tags,
+    result_of,
+)
 from grader.pipeline.run import ListedTest, RunConfig, run_tests
 
 from .conftest import write_fake_catch2
@@ -935,3 +943,26 @@ def test_a_freed_slot_goes_to_the_waiting_job_of_the_earliest_submission(need):
     for thread in threads:
         thread.join(timeout=5)
     assert granted == [1, 2, 3]
+
+
+def test_each_span_names_the_submission_its_job_serves():
+    """The timeline's spans say whose process ran (SUBMISSION, set in each submission's thread),
+    so that a bench can name the submission whose test ran long."""
+    scheduler = Scheduler(cpu_slots=2, gpus=[], gpu_slots=1)
+
+    def job(student_id: str) -> None:
+        SUBMISSION.set(student_id)
+        with scheduler.hold(Need.CPU, key="lab02_tests/speed"):
+            pass
+
+    for student_id in ("ann", "bob"):
+        thread = threading.Thread(target=job, args=(student_id,))
+        thread.start()
+        thread.join(timeout=5)
+    with scheduler.hold(Need.CPU, key="build"):  # the main thread: no submission set
+        pass
+    assert [(span.key, span.who) for span in scheduler.stats.spans] == [
+        ("lab02_tests/speed", "ann"),
+        ("lab02_tests/speed", "bob"),
+        ("build", None),
+    ]
