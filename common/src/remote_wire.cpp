@@ -1,6 +1,7 @@
 #include "remote_wire.hpp"
 
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,9 +11,17 @@
 namespace kit::remote::wire {
 namespace {
 
+// A socket's write with MSG_NOSIGNAL: to a peer that is gone (a worker that died between calls,
+// a judge that ended) it fails with EPIPE instead of raising SIGPIPE, which ended the judge and
+// every test case left in it. Any other descriptor, written as ever.
+ssize_t write_some(int fd, const char* data, std::size_t n) {
+  const ssize_t done = ::send(fd, data, n, MSG_NOSIGNAL);
+  return done < 0 && errno == ENOTSOCK ? ::write(fd, data, n) : done;
+}
+
 bool write_all(int fd, const char* data, std::size_t n) {
   while (n > 0) {
-    const ssize_t done = ::write(fd, data, n);
+    const ssize_t done = write_some(fd, data, n);
     if (done < 0 && errno == EINTR) continue;
     if (done <= 0) return false;
     data += done;

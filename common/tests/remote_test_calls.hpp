@@ -108,11 +108,12 @@ struct AllocationsHeld {
   static void args(Wire&) {}
 };
 
-// cudaFree(d): a launcher that frees a buffer it was given.
+// cudaFree(d): a launcher that frees a buffer it was given. Through a pointer to const, so that
+// nothing is copied back from the memory it freed.
 struct FreeIt {
   static constexpr const char* name = "test::free_it";
   template <class Wire>
-  static void args(Wire& w, float*& d) {
+  static void args(Wire& w, const float*& d) {
     w.device(d);
   }
 };

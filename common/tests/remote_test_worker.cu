@@ -42,8 +42,10 @@ std::uint64_t allocations_made() { return kit::device_memory_use().made; }
 
 std::uint64_t allocations_held() { return kit::device_memory_use().allocations; }
 
-void free_it(float* d) {
-  if (cudaFree(d) != cudaSuccess) throw std::runtime_error("test::free_it: cudaFree failed");
+void free_it(const float* d) {
+  if (cudaFree(const_cast<float*>(d)) != cudaSuccess) {
+    throw std::runtime_error("test::free_it: cudaFree failed");
+  }
 }
 
 void fill(float* d, int n, float value) {

@@ -125,7 +125,8 @@ TEST_CASE("a kept staged copy the student's code freed is never used again",
   std::vector<float> a(1 << 20, 1.0f);
   {
     const kit::remote::StagedArrays staged({kit::remote::staged(a)});
-    call<remote_test::FreeIt>(role, a.data());  // the launcher frees the copy it was given
+    const float* d = a.data();
+    call<remote_test::FreeIt>(role, d);  // the launcher frees the copy it was given
   }
   const auto made = call<remote_test::AllocationsMade, std::uint64_t>(role);
   {
@@ -256,6 +257,20 @@ TEST_CASE("a worker that crashes fails only its call and the next call gets a ne
           "[common][remote]") {
   const long before = call<remote_test::Pid, long>(role);
   CHECK_THAT(worker_error([] { call<remote_test::Crash>(role); }), ContainsSubstring("signal 6"));
+  CHECK(call<remote_test::Add, int>(role, 3, 4) == 7);
+  CHECK(call<remote_test::Pid, long>(role) != before);
+}
+
+TEST_CASE(
+    "a worker that died between calls fails the next call and the one after gets a new worker",
+    "[common][remote]") {
+  // Writing to the socket of a worker that is gone must be an error the judge sees, not the
+  // SIGPIPE that ends the judge and every case left in it.
+  const long before = call<remote_test::Pid, long>(role);
+  REQUIRE(::kill(static_cast<pid_t>(kit::remote::worker_pid(role)), SIGKILL) == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK_THAT(worker_error([] { call<remote_test::Add, int>(role, 1, 2); }),
+             ContainsSubstring("signal 9"));
   CHECK(call<remote_test::Add, int>(role, 3, 4) == 7);
   CHECK(call<remote_test::Pid, long>(role) != before);
 }
@@ -397,6 +412,7 @@ TEST_CASE("a timed call's time holds none of the judge's watch of the worker's m
       // Only a call that outlasted the in-call watch's start may have been stopped by it; a
       // quicker one stopped was watched after it returned, which a timed call must not be.
       CAPTURE(attempt, during, seconds);
+      REQUIRE_THAT(during, ContainsSubstring("MiB of device memory"));
       REQUIRE(seconds >= 0.25);
       continue;
     }
