@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <cstddef>
+#include <cstdlib>
 #include <vector>
 
 #include "kit/cuda_check.hpp"
@@ -74,4 +75,16 @@ TEST_CASE("run_matmul hands a shape it ran before the same buffers and poisons t
   CHECK(kit::device_memory_use().allocations == before + 6);  // another shape: buffers of its own
   REQUIRE(seen.size() == 9);
   CHECK(std::equal(seen.begin(), seen.begin() + 3, seen.begin() + 3));
+}
+
+TEST_CASE("a device memory limit set while a process runs holds from its next allocation on",
+          "[common]") {
+  // The kit's own tests set KIT_DEVICE_MEMORY_LIMIT_MIB case by case in one process.
+  REQUIRE(setenv("KIT_DEVICE_MEMORY_LIMIT_MIB", "64", 1) == 0);
+  CHECK(kit::device_memory_limit() == (std::size_t(64) << 20));
+  void* pointer = &pointer;
+  CHECK(cudaMalloc(&pointer, std::size_t(65) << 20) == cudaErrorMemoryAllocation);
+  CHECK(pointer == nullptr);
+  REQUIRE(unsetenv("KIT_DEVICE_MEMORY_LIMIT_MIB") == 0);
+  CHECK(kit::device_memory_limit() == (std::size_t(2048) << 20));
 }

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -351,13 +352,37 @@ TEST_CASE("a pointer that is not the judge's device memory crosses as its bare a
 }
 
 namespace {
-// A fresh worker, started by its `first` call, under a cap of 1088 MiB (KIT_DEVICE_MEMORY_LIMIT_MIB
-// is read once per process), and a context of the judge's, so that NVML lists the judge and a
-// reading of the worker counts. Skips where NVML cannot be read here.
+// KIT_DEVICE_MEMORY_LIMIT_MIB at 64 while it lives: the judge caps its worker at that and 1 GiB
+// (1088 MiB) from its next reading on. Then the variable is as it was and the worker under the
+// cap stopped, so that no later case of the process (a run of the whole executable) runs under it.
+class SmallCap {
+ public:
+  SmallCap() {
+    if (const char* value = std::getenv(kVariable)) before_ = value;
+    setenv(kVariable, "64", 1);
+  }
+  ~SmallCap() {
+    kit::remote::stop_worker(role);
+    if (before_) {
+      setenv(kVariable, before_->c_str(), 1);
+    } else {
+      unsetenv(kVariable);
+    }
+  }
+  SmallCap(const SmallCap&) = delete;
+  SmallCap& operator=(const SmallCap&) = delete;
+
+ private:
+  static constexpr const char* kVariable = "KIT_DEVICE_MEMORY_LIMIT_MIB";
+  std::optional<std::string> before_;
+};
+
+// A fresh worker, started by its `first` call (under a SmallCap the caller holds), and a context
+// of the judge's, so that NVML lists the judge and a reading of the worker counts. Skips where
+// NVML cannot be read here.
 template <class First>
 void fresh_worker_under_a_small_cap(First first) {
   kit::remote::stop_worker(role);
-  setenv("KIT_DEVICE_MEMORY_LIMIT_MIB", "64", 1);
   first();
   REQUIRE(cudaFree(nullptr) == cudaSuccess);
   std::string why;
@@ -368,6 +393,7 @@ void fresh_worker_under_a_small_cap(First first) {
 TEST_CASE("a worker that holds more device memory than a test may is stopped during its call",
           "[common][remote][gpu]") {
   KIT_REQUIRE_GPU();
+  const SmallCap cap;
   fresh_worker_under_a_small_cap([] { CHECK(call<remote_test::Add, int>(role, 1, 1) == 2); });
   const long long cap_mib = static_cast<long long>(kit::remote::worker_device_memory_cap() >> 20);
   CAPTURE(cap_mib);
@@ -396,6 +422,7 @@ TEST_CASE("a timed call's time holds none of the judge's watch of the worker's m
   // tell then. The worker's context comes first, untimed, so that the timed call is only an
   // allocation; where even that outlasts 250 ms (a GPU busy with CTest's other cases: seen on four
   // H200s), the try is made again with a fresh worker, three times at most.
+  const SmallCap cap;
   for (int attempt = 1; attempt <= 3; ++attempt) {
     fresh_worker_under_a_small_cap([] { CHECK_NOTHROW(call<remote_test::Hog>(role, 64, 0)); });
     std::string during;
