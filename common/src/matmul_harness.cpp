@@ -252,14 +252,8 @@ TimeRatio time_ratio(const MatmulProblem& problem, const MatmulLaunch& candidate
   // and maps these buffers in it: driver work that took seconds on a node whose other GPUs were
   // starting processes, and kept this GPU emptied for the timing meanwhile (bench/RESULTS.md,
   // "Starts outside the window"). Its inputs are drawn for a call number no other call has.
-  const auto readying_call = [](const std::function<void()>& run, const TimedCallHooks& hooks) {
-    hooks.before(kReadyingCall);
-    run();
-    KIT_CUDA_CHECK(cudaDeviceSynchronize());
-    hooks.after(kReadyingCall);
-  };
-  readying_call(run_baseline, baseline_hooks);
-  readying_call(run_candidate, candidate_hooks);
+  untimed_call(run_baseline, baseline_hooks, kReadyingCall);
+  untimed_call(run_candidate, candidate_hooks, kReadyingCall);
   if (ready) ready();
   // In turns, call by call: whatever slows the machine for a while slows both sides of a turn
   // alike (kit/timer.hpp), where timed one after the other it fell on one side alone.

@@ -68,39 +68,34 @@ constexpr std::size_t kMappingsKept = 32;
 // serial number, kit/device_memory.hpp) and the runtime still knows its address; any other is
 // dropped without a cudaFree, which could free the student's own buffer at that address.
 constexpr std::size_t kStagedTail = std::size_t(64) << 10;
-struct KeptCopy {
-  void* device;
-  std::size_t bytes;
-  std::uint64_t serial;
-};
-std::vector<KeptCopy>& kept_copies() {
-  static std::vector<KeptCopy> kept;
+std::vector<StagedCopy>& kept_copies() {
+  static std::vector<StagedCopy> kept;
   return kept;
 }
 
-bool still_ours(void* device, std::uint64_t serial) {
-  if (device == nullptr || allocation_serial(device) != serial) return false;
+bool still_ours(const StagedCopy& copy) {
+  if (copy.device == nullptr || allocation_serial(copy.device) != copy.serial) return false;
   cudaPointerAttributes attributes{};
-  const bool known = cudaPointerGetAttributes(&attributes, device) == cudaSuccess &&
+  const bool known = cudaPointerGetAttributes(&attributes, copy.device) == cudaSuccess &&
                      attributes.type == cudaMemoryTypeDevice;
   (void)cudaGetLastError();  // a stale address's error is not the student's next call's
   return known;
 }
 
-void free_if_ours(const KeptCopy& copy) {
-  if (still_ours(copy.device, copy.serial)) (void)cudaFree(copy.device);
+void free_if_ours(const StagedCopy& copy) {
+  if (still_ours(copy)) (void)cudaFree(copy.device);
   (void)cudaGetLastError();
 }
 
-KeptCopy staged_copy(std::size_t bytes) {
-  std::vector<KeptCopy>& kept = kept_copies();
+StagedCopy staged_copy(std::size_t bytes) {
+  std::vector<StagedCopy>& kept = kept_copies();
   for (auto copy = kept.begin(); copy != kept.end();) {
     if (copy->bytes != bytes) {
       ++copy;
-    } else if (!still_ours(copy->device, copy->serial)) {
+    } else if (!still_ours(*copy)) {
       copy = kept.erase(copy);  // freed or gone with a reset: forgotten, not freed
     } else {
-      const KeptCopy found = *copy;
+      const StagedCopy found = *copy;
       kept.erase(copy);
       return found;
     }
@@ -111,8 +106,8 @@ KeptCopy staged_copy(std::size_t bytes) {
 }
 
 void drop_kept_copies() {
-  std::vector<KeptCopy>& kept = kept_copies();
-  for (const KeptCopy& copy : kept) free_if_ours(copy);
+  std::vector<StagedCopy>& kept = kept_copies();
+  for (const StagedCopy& copy : kept) free_if_ours(copy);
   kept.clear();
 }
 
@@ -284,9 +279,8 @@ void* WorkerArgs::staged_array() {
   const auto bytes = d_.get<std::uint64_t>();
   if (offset > bytes) throw std::invalid_argument("a staged array's offset is past its end");
   const char* data = d_.take(bytes);
-  const KeptCopy copy = staged_copy(bytes);
-  void* const device = copy.device;
-  staged_.push_back({device, bytes, copy.serial});
+  staged_.push_back(staged_copy(bytes));
+  void* const device = staged_.back().device;
   KIT_CUDA_CHECK(cudaMemcpy(device, data, bytes, cudaMemcpyHostToDevice));
   KIT_CUDA_CHECK(cudaMemset(static_cast<char*>(device) + bytes, 0, kStagedTail));
   // From pageable memory cudaMemcpy may return before the data has landed, and the call's
@@ -309,7 +303,7 @@ void WorkerArgs::write_outs() {
     // The call's kernels may run on any stream: all of them done before the copy back.
     if (!synchronised) KIT_CUDA_CHECK(cudaDeviceSynchronize());
     synchronised = true;
-    const Staged& s = staged_[out.index];
+    const StagedCopy& s = staged_[out.index];
     std::vector<char> bytes(s.bytes);
     KIT_CUDA_CHECK(cudaMemcpy(bytes.data(), s.device, s.bytes, cudaMemcpyDeviceToHost));
     reply_.put<std::uint64_t>(s.bytes);
@@ -325,9 +319,9 @@ WorkerArgs::~WorkerArgs() {
   // checked: after a sticky error cudaFree fails too, and the worker is replaced anyway.
   (void)cudaDeviceSynchronize();
   drop_kept_copies();
-  std::vector<KeptCopy>& kept = kept_copies();
-  for (const Staged& s : staged_) {
-    if (still_ours(s.device, s.serial)) kept.push_back({s.device, s.bytes, s.serial});
+  std::vector<StagedCopy>& kept = kept_copies();
+  for (const StagedCopy& copy : staged_) {
+    if (still_ours(copy)) kept.push_back(copy);
   }
 }
 

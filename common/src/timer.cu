@@ -183,14 +183,6 @@ class RepeatTimer {
   std::optional<ReleaseFlag> release_;
 };
 
-// A warm-up call: not timed, but given its inputs and checked like a timed one.
-void warm_up(const std::function<void()>& launch, const TimedCallHooks& hooks, int call) {
-  if (hooks.before) hooks.before(call);
-  launch();
-  KIT_CUDA_CHECK(cudaDeviceSynchronize());
-  if (hooks.after) hooks.after(call);
-}
-
 // One timed call with its hooks around it.
 double timed_call(RepeatTimer& timer, const std::function<void()>& launch,
                   const TimedCallHooks& hooks, int call, int repeat, Timing& t) {
@@ -217,6 +209,13 @@ Timing summarize(std::vector<double> times, Timing t, int repeats) {
 
 }  // namespace
 
+void untimed_call(const std::function<void()>& launch, const TimedCallHooks& hooks, int call) {
+  if (hooks.before) hooks.before(call);
+  launch();
+  KIT_CUDA_CHECK(cudaDeviceSynchronize());
+  if (hooks.after) hooks.after(call);
+}
+
 double median_of(std::vector<double> values) {
   if (values.empty()) throw std::invalid_argument("median_of: no values");
   std::sort(values.begin(), values.end());
@@ -230,7 +229,7 @@ Timing time_on_device(const std::function<void()>& launch, TimingOptions options
   const ExclusiveGpu alone;  // no other process's work in the timings
   RepeatTimer timer;
   int call = 0;
-  for (int i = 0; i < options.warmup; ++i) warm_up(launch, hooks, call++);
+  for (int i = 0; i < options.warmup; ++i) untimed_call(launch, hooks, call++);
   std::vector<double> times;
   times.reserve(options.repeats);
   Timing t;
@@ -248,8 +247,8 @@ TimedTurns time_in_turns(const std::function<void()>& first, const std::function
   RepeatTimer timer;
   int first_call = 0, second_call = 0;
   for (int i = 0; i < options.warmup; ++i) {
-    warm_up(first, first_hooks, first_call++);
-    warm_up(second, second_hooks, second_call++);
+    untimed_call(first, first_hooks, first_call++);
+    untimed_call(second, second_hooks, second_call++);
   }
   std::vector<double> a, b, ratios;
   TimedTurns turns;

@@ -426,6 +426,13 @@ std::vector<char> call_back(std::vector<char> request);
 // Decodes a call's arguments into the worker's own memory: device pointers mapped from the
 // judge's handles, host arrays in buffers that live until the reply is sent. It mirrors JudgeArgs,
 // method for method: each decode stands under the same name as the encode it must match.
+// The worker's device copy of a staged array (kept between calls: common/src/remote_worker.cpp).
+struct StagedCopy {
+  void* device;
+  std::size_t bytes;     // the array's, without the copy's zeroed tail
+  std::uint64_t serial;  // the kit's ledger's number for the allocation (kit/device_memory.hpp)
+};
+
 class WorkerArgs {
  public:
   explicit WorkerArgs(Decoder& d) : d_(d) {}
@@ -484,12 +491,7 @@ class WorkerArgs {
   Decoder& d_;
   Encoder reply_;
   std::vector<std::vector<char>> arrays_;
-  struct Staged {
-    void* device;
-    std::size_t bytes;
-    std::uint64_t serial;  // the kit's ledger's number for the allocation (kit/device_memory.hpp)
-  };
-  std::vector<Staged> staged_;  // this call's device copies of the judge's staged arrays
+  std::vector<StagedCopy> staged_;  // this call's device copies of the judge's staged arrays
   struct Out {
     bool staged;
     std::size_t index;  // into staged_ or arrays_

@@ -29,6 +29,10 @@ struct TimedCallHooks {
   std::function<void(int call)> after;
 };
 
+// One call that is not timed (a warm-up, kit::time_ratio's readying call) but given its inputs
+// and checked like a timed one: `hooks.before(call)`, the launch, the device idle, `hooks.after`.
+void untimed_call(const std::function<void()>& launch, const TimedCallHooks& hooks, int call);
+
 // `launch` enqueues the work and checks its own launch. Each repeat is timed alone between
 // two events on the default stream, queued behind a short kernel that holds the stream until
 // the host has queued them: the time is the GPU's alone, not the host's delay in launching,
