@@ -258,12 +258,10 @@ class Scheduler:
             self._close_window(lane, lease, granted)
             closed = self._clock()
             with self._changed:
-                lease.parked += opened - asked
-                self.stats.parked_seconds += opened - asked
-                self.stats.spans.append(Span("parked", asked, opened, lane.gpu, lease.key, lease.who))
+                self._parked(lease, asked, opened)
                 if granted:
                     self.stats.window_seconds += closed - opened
-                    self.stats.spans.append(Span("window", opened, closed, lane.gpu, lease.key, lease.who))
+                    self._span("window", opened, closed, lease)
 
     @contextmanager
     def profiler_turn(self, lease: Lease, cancelled: Callable[[], bool] = _never) -> Iterator[bool]:
@@ -297,13 +295,9 @@ class Scheduler:
             with self._changed:
                 if granted:
                     lane.profiling = False
-                    self.stats.spans.append(
-                        Span("profiler", opened, self._clock(), lane.gpu, lease.key, lease.who)
-                    )
+                    self._span("profiler", opened, self._clock(), lease)
                 if parked:
-                    lease.parked += opened - asked
-                    self.stats.parked_seconds += opened - asked
-                    self.stats.spans.append(Span("parked", asked, opened, lane.gpu, lease.key, lease.who))
+                    self._parked(lease, asked, opened)
                 self._changed.notify_all()
 
     def checkpoint(self, lease: Lease, cancelled: Callable[[], bool] = _never) -> bool:
@@ -322,9 +316,7 @@ class Scheduler:
                 self._changed.wait(timeout=0.1)
             self._unpark(lane, lease)
             resumed = self._clock()
-            lease.parked += resumed - asked
-            self.stats.parked_seconds += resumed - asked
-            self.stats.spans.append(Span("parked", asked, resumed, lane.gpu, lease.key, lease.who))
+            self._parked(lease, asked, resumed)
             self._changed.notify_all()
         return not cancelled()
 
@@ -417,15 +409,22 @@ class Scheduler:
                 ends.append(lease.started + lease.parked + expected)
         return min(max(ends), asked + 3 * self.max_defer)
 
+    def _span(self, kind: str, start: float, end: float, lease: Lease) -> None:
+        self.stats.spans.append(Span(kind, start, end, lease.gpu, lease.key, lease.who))
+
+    def _parked(self, lease: Lease, asked: float, resumed: float) -> None:
+        """`lease`'s process waited from `asked` to `resumed`, lending its slots."""
+        lease.parked += resumed - asked
+        self.stats.parked_seconds += resumed - asked
+        self._span("parked", asked, resumed, lease)
+
     def _lane(self, gpu: str) -> _Lane:
         return next(lane for lane in self._lanes if lane.gpu == gpu)
 
     def _release(self, lease: Lease) -> None:
         with self._changed:
             ended = self._clock()
-            self.stats.spans.append(
-                Span(lease.need.value, lease.started, ended, lease.gpu, lease.key, lease.who)
-            )
+            self._span(lease.need.value, lease.started, ended, lease)
             if lease.key is not None:
                 seen = self._durations.setdefault(lease.key, [])
                 seen.append(ended - lease.started - lease.parked)
