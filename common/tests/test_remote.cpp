@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -40,6 +39,23 @@ const Role role = kit::remote::judge_role(Role::student, KIT_TEST_WORKER);
 
 // The text of the WorkerError that `f` throws; "none" when it throws none (Catch2 3.4, the GPU
 // image's, has no MessageMatches).
+// Sets an environment variable for one block, then puts back what was there.
+class ScopedVariable {
+ public:
+  ScopedVariable(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedVariable() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
+  ScopedVariable(const ScopedVariable&) = delete;
+  ScopedVariable& operator=(const ScopedVariable&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
 template <class F>
 std::string worker_error(F f) {
   try {
@@ -321,10 +337,12 @@ TEST_CASE("the student's and the reference's workers each start with their own r
   const Role reference = kit::remote::judge_role(Role::reference, KIT_TEST_WORKER);
   kit::remote::stop_worker(role);
   kit::remote::stop_worker(reference);
-  setenv("KIT_WORKER_COMMAND", "/usr/bin/env\nKIT_STARTED_AS=student", 1);
-  setenv("KIT_WORKER_HOME", "/tmp/kit-student-home", 1);
-  setenv("KIT_REFERENCE_WORKER_COMMAND", "/usr/bin/env\nKIT_STARTED_AS=reference", 1);
-  setenv("KIT_REFERENCE_WORKER_HOME", "/tmp/kit-reference-home", 1);
+  const ScopedVariable student_command("KIT_WORKER_COMMAND",
+                                       "/usr/bin/env\nKIT_STARTED_AS=student");
+  const ScopedVariable student_home("KIT_WORKER_HOME", "/tmp/kit-student-home");
+  const ScopedVariable reference_command("KIT_REFERENCE_WORKER_COMMAND",
+                                         "/usr/bin/env\nKIT_STARTED_AS=reference");
+  const ScopedVariable reference_home("KIT_REFERENCE_WORKER_HOME", "/tmp/kit-reference-home");
   const auto asked = [](Role r, const char* name) {
     return call<remote_test::Getenv, std::string>(r, std::string(name));
   };
@@ -333,10 +351,6 @@ TEST_CASE("the student's and the reference's workers each start with their own r
   CHECK(asked(reference, "KIT_STARTED_AS") == "reference");
   CHECK(asked(reference, "HOME") == "/tmp/kit-reference-home");
   CHECK(asked(reference, "TMPDIR") == "/tmp/kit-reference-home");
-  for (const char* name : {"KIT_WORKER_COMMAND", "KIT_WORKER_HOME", "KIT_REFERENCE_WORKER_COMMAND",
-                           "KIT_REFERENCE_WORKER_HOME"}) {
-    unsetenv(name);
-  }
   kit::remote::stop_worker(role);
   kit::remote::stop_worker(reference);
 }
@@ -357,24 +371,13 @@ namespace {
 // cap stopped, so that no later case of the process (a run of the whole executable) runs under it.
 class SmallCap {
  public:
-  SmallCap() {
-    if (const char* value = std::getenv(kVariable)) before_ = value;
-    setenv(kVariable, "64", 1);
-  }
-  ~SmallCap() {
-    kit::remote::stop_worker(role);
-    if (before_) {
-      setenv(kVariable, before_->c_str(), 1);
-    } else {
-      unsetenv(kVariable);
-    }
-  }
+  SmallCap() = default;
+  ~SmallCap() { kit::remote::stop_worker(role); }  // before the variable is put back
   SmallCap(const SmallCap&) = delete;
   SmallCap& operator=(const SmallCap&) = delete;
 
  private:
-  static constexpr const char* kVariable = "KIT_DEVICE_MEMORY_LIMIT_MIB";
-  std::optional<std::string> before_;
+  const ScopedVariable limit_{"KIT_DEVICE_MEMORY_LIMIT_MIB", "64"};
 };
 
 // A fresh worker, started by its `first` call (under a SmallCap the caller holds), and a context
@@ -682,25 +685,6 @@ TEST_CASE("a message that ends early is refused", "[common][remote]") {
   cut.get<std::uint32_t>();
   CHECK_THROWS_AS(cut.text(), WorkerError);
 }
-
-namespace {
-// Sets an environment variable for one block, then puts back what was there.
-class ScopedVariable {
- public:
-  ScopedVariable(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedVariable() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
-  ScopedVariable(const ScopedVariable&) = delete;
-  ScopedVariable& operator=(const ScopedVariable&) = delete;
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
-}  // namespace
 
 TEST_CASE("a mangled name is compared by its qualified name alone", "[common][sass]") {
   using kit::sass::function_identifier;
