@@ -37,8 +37,6 @@ using kit::remote::WorkerError;
 namespace {
 const Role role = kit::remote::judge_role(Role::student, KIT_TEST_WORKER);
 
-// The text of the WorkerError that `f` throws; "none" when it throws none (Catch2 3.4, the GPU
-// image's, has no MessageMatches).
 // Sets an environment variable for one block, then puts back what was there.
 class ScopedVariable {
  public:
@@ -56,6 +54,8 @@ class ScopedVariable {
   bool had_ = false;
 };
 
+// The text of the WorkerError that `f` throws; "none" when it throws none (Catch2 3.4, the GPU
+// image's, has no MessageMatches).
 template <class F>
 std::string worker_error(F f) {
   try {
