@@ -152,6 +152,20 @@ inline std::string lines_with(const std::string& output, const std::vector<std::
   return kept;
 }
 
+// racecheck as the tests run it: its analysis report, one entry per race (the two source lines
+// and how many hazards between them), not its hazard report, one entry per pair of accesses. A
+// kernel without a barrier makes over 100,000 hazards at width 64, and reporting each one took
+// racecheck 11-15 s of the GPU where the analysis took 1.4 s, with the same exit code
+// (bench/RESULTS.md, "Racecheck's report").
+inline const std::string kRacecheck = "--tool racecheck --racecheck-report analysis";
+
+// The lines of a racecheck report that show a student the race: the two accesses and the
+// summary (and, from a hazard report, the threads).
+inline std::string race_lines(const std::string& output) {
+  return lines_with(output, {"Race reported", "access at", "hazard detected", "Thread (", "SUMMARY"},
+                    10);
+}
+
 // The last `limit` lines of an output, quoted, for reports the tests do not understand.
 inline std::string tail(const std::string& output, int limit = 15) {
   std::vector<std::string> lines;

@@ -133,14 +133,14 @@ void check_no_race(const char* mode, const char* kernel, const char* correctness
   const std::string tool = kit::require_compute_sanitizer(KIT_CUDA_BIN_DIR, "the race check");
   const std::string probe = KIT_BUILT_PATH(KIT_PROBE_PATH);
   kit::require_only_the_labs_kernels("README section 7");
-  const std::string racecheck = "--tool racecheck --racecheck-report hazard";
+  const std::string& racecheck = kit::sanitizer::kRacecheck;
   const kit::sanitizer::Run r = kit::sanitizer::run(tool, racecheck, probe, mode);
   if (r.exit_code == 0) {
     SUCCEED("racecheck found no hazard in " << kernel);
   } else if (r.exit_code == kit::sanitizer::kErrorsFound) {
     FAIL("racecheck found shared-memory hazards in "
          << kernel << ":\n"
-         << kit::sanitizer::lines_with(r.output, {"hazard detected", "Thread (", "SUMMARY"}, 10)
+         << kit::sanitizer::race_lines(r.output)
          << "hint: " << hint);
   } else if (r.exit_code == kit::sanitizer::kWrongResult) {
     FAIL("racecheck found no hazard, but some outputs of "

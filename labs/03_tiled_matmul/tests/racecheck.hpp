@@ -11,9 +11,7 @@
 
 namespace lab03_tests {
 
-// One report per hazard (racecheck's "hazard" report), so that a student sees the two lines
-// of code and the threads involved.
-inline const std::string kRacecheck = "--tool racecheck --racecheck-report hazard";
+using kit::sanitizer::kRacecheck;
 
 // The compute-sanitizer executable, or a SKIP (with the reason) where it is missing.
 inline std::string find_racecheck() {
@@ -36,11 +34,6 @@ inline kit::sanitizer::Run racecheck_probe(const std::string& tool, const std::s
 inline std::vector<kit::sanitizer::Run> racecheck_probes(const std::string& tool,
                                                          const std::vector<std::string>& modes) {
   return kit::sanitizer::run_each(tool, kRacecheck, KIT_BUILT_PATH(KIT_PROBE_PATH), modes);
-}
-
-// The report lines worth showing a student: the hazards and the accesses involved.
-inline std::string hazard_lines(const std::string& output) {
-  return kit::sanitizer::lines_with(output, {"hazard detected", "Thread (", "SUMMARY"}, 10);
 }
 
 }  // namespace lab03_tests

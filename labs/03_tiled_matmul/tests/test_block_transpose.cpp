@@ -98,7 +98,7 @@ TEST_CASE("block transpose has no shared-memory race under racecheck",
     SUCCEED("racecheck found no hazard in block_transpose_kernel at block widths 4 to 32");
   } else if (r.exit_code == kit::sanitizer::kErrorsFound) {
     FAIL("racecheck found shared-memory hazards in block_transpose_kernel:\n"
-         << lab03_tests::hazard_lines(r.output)
+         << kit::sanitizer::race_lines(r.output)
          << "hint: a thread reads blockA[threadIdx.x][threadIdx.y] before the thread that "
             "stores it has done so (read-after-write). Put __syncthreads() between the store "
             "to blockA and the read of blockA (README section 3).");

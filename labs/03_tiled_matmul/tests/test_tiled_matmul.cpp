@@ -80,7 +80,7 @@ TEST_CASE("tiled kernel has no shared-memory race under racecheck", "[lab03][saf
     FAIL(
         "racecheck found shared-memory hazards in tiled_matmul_kernel even with a single phase "
         "(width = TILE_WIDTH):\n"
-        << lab03_tests::hazard_lines(one.output)
+        << kit::sanitizer::race_lines(one.output)
         << "hint: read-after-write hazard: threads read Mds or Nds before every thread of the "
            "block has stored its element of the tiles. The first __syncthreads(), between the "
            "loads and the inner product loop, is missing or misplaced (README section 6).");
@@ -88,7 +88,7 @@ TEST_CASE("tiled kernel has no shared-memory race under racecheck", "[lab03][saf
     FAIL(
         "racecheck found shared-memory hazards in tiled_matmul_kernel with several phases, "
         "none with a single one:\n"
-        << lab03_tests::hazard_lines(many.output)
+        << kit::sanitizer::race_lines(many.output)
         << "hint: write-after-read hazard: a thread stores the next phase's element of Mds or "
            "Nds while other threads still read this phase's tiles. The second __syncthreads(), "
            "after the inner product loop and before the next loads, is missing or misplaced "
