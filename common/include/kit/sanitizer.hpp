@@ -162,8 +162,8 @@ inline const std::string kRacecheck = "--tool racecheck --racecheck-report analy
 // The lines of a racecheck report that show a student the race: the two accesses and the
 // summary (and, from a hazard report, the threads).
 inline std::string race_lines(const std::string& output) {
-  return lines_with(output, {"Race reported", "access at", "hazard detected", "Thread (", "SUMMARY"},
-                    10);
+  return lines_with(output,
+                    {"Race reported", "access at", "hazard detected", "Thread (", "SUMMARY"}, 10);
 }
 
 // The last `limit` lines of an output, quoted, for reports the tests do not understand.

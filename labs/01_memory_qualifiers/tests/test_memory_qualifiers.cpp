@@ -138,10 +138,9 @@ void check_no_race(const char* mode, const char* kernel, const char* correctness
   if (r.exit_code == 0) {
     SUCCEED("racecheck found no hazard in " << kernel);
   } else if (r.exit_code == kit::sanitizer::kErrorsFound) {
-    FAIL("racecheck found shared-memory hazards in "
-         << kernel << ":\n"
-         << kit::sanitizer::race_lines(r.output)
-         << "hint: " << hint);
+    FAIL("racecheck found shared-memory hazards in " << kernel << ":\n"
+                                                     << kit::sanitizer::race_lines(r.output)
+                                                     << "hint: " << hint);
   } else if (r.exit_code == kit::sanitizer::kWrongResult) {
     FAIL("racecheck found no hazard, but some outputs of "
          << kernel << " were never written, so there was nothing to judge:\n"
