@@ -461,29 +461,32 @@ std::vector<Alternative> matmul_index_mistakes(const std::vector<float>& M,
 std::vector<Alternative> matmul_term_mistakes(const std::vector<float>& M,
                                               const std::vector<float>& N,
                                               const MatmulReference& ref, int inner) {
-  const int rows = ref.rows, cols = ref.cols;
   std::vector<Alternative> mistakes;
   if (inner < 2) return mistakes;
-  auto without_term = [&](int k) {
-    std::vector<double> values = ref.value;
-    for (int r = 0; r < rows; ++r) {
-      for (int c = 0; c < cols; ++c) {
-        values[static_cast<std::size_t>(r) * cols + c] -=
-            static_cast<double>(M[static_cast<std::size_t>(r) * inner + k]) *
-            N[static_cast<std::size_t>(k) * cols + c];
-      }
-    }
-    return values;
-  };
   mistakes.push_back({"every element misses exactly the last term of its dot product (k = " +
                           std::to_string(inner - 1) +
                           "): the loop over k stops one short. Run it while k < width.",
-                      without_term(inner - 1)});
+                      without_terms(M, N, ref, inner, inner - 1, inner)});
   mistakes.push_back(
       {"every element misses exactly the first term of its dot product (k = 0): the loop over k "
        "starts at 1. Start it at 0.",
-       without_term(0)});
+       without_terms(M, N, ref, inner, 0, 1)});
   return mistakes;
+}
+
+std::vector<double> without_terms(const std::vector<float>& M, const std::vector<float>& N,
+                                  const MatmulReference& ref, int inner, int first, int end) {
+  const int rows = ref.rows, cols = ref.cols;
+  std::vector<double> values = ref.value;
+  for (int r = 0; r < rows; ++r) {
+    double* row = &values[static_cast<std::size_t>(r) * cols];
+    for (int k = first; k < end; ++k) {
+      const double m = M[static_cast<std::size_t>(r) * inner + k];
+      const float* n_row = &N[static_cast<std::size_t>(k) * cols];
+      for (int c = 0; c < cols; ++c) row[c] -= m * n_row[c];
+    }
+  }
+  return values;
 }
 
 std::string with_diagnosis(const std::string& report, const std::string& inputs,

@@ -93,28 +93,36 @@ MatmulReference reference_matmul_on_device(const std::vector<float>& M, const st
   return ref;
 }
 
-MatmulReference matmul_reference(const std::vector<float>& M, const std::vector<float>& N, int rows,
-                                 int inner, int cols) {
-  // A judge whose calls all go to its worker has no CUDA context, and making one for the
-  // reference costs more than the host loop up to 2^31 terms: the loop (i-k-j order, -O3) took
-  // 39 ms for 512^3 and 0.31 s for 1000^3 on a 2-core build machine, while a context costs a
-  // test process 0.4 s (median) with eight test processes on the GPU, and slows every other
-  // process there (bench/RESULTS.md, "Where a split test's time goes"). Where a context exists
-  // anyway (a timed test, a process that is not a judge), the GPU kernel takes products above
-  // 2^24 terms. Both sum every element's exact terms in the order of k, so they agree to the bit.
+namespace {
+
+// Whether matmul_reference computes a product on the host. A judge whose calls all go to its
+// worker has no CUDA context, and making one for the reference costs more than the host loop up
+// to 2^31 terms: the loop (i-k-j order, -O3) took 39 ms for 512^3 and 0.31 s for 1000^3 on a
+// 2-core build machine, while a context costs a test process 0.4 s (median) with eight test
+// processes on the GPU, and slows every other process there (bench/RESULTS.md, "Where a split
+// test's time goes"). Where a context exists anyway (a timed test, a process that is not a
+// judge), the GPU kernel takes products above 2^24 terms. Both sum every element's exact terms in
+// the order of k, so they agree to the bit.
+bool on_host(int rows, int inner, int cols) {
   constexpr double kHostTerms = 16777216.0;                  // 2^24
   constexpr double kHostTermsWithoutContext = 2147483648.0;  // 2^31: 1290^3
   const double terms = static_cast<double>(rows) * inner * cols;
-  if (terms <= kHostTerms || !gpu_status().usable ||
-      (terms <= kHostTermsWithoutContext && !has_cuda_context())) {
-    return reference_matmul(M, N, rows, inner, cols);
-  }
+  return terms <= kHostTerms || !gpu_status().usable ||
+         (terms <= kHostTermsWithoutContext && !has_cuda_context());
+}
+
+}  // namespace
+
+MatmulReference matmul_reference(const std::vector<float>& M, const std::vector<float>& N, int rows,
+                                 int inner, int cols) {
+  if (on_host(rows, inner, cols)) return reference_matmul(M, N, rows, inner, cols);
   return reference_matmul_on_device(M, N, rows, inner, cols);
 }
 
 std::vector<double> product_values(const std::vector<float>& M, const std::vector<float>& N,
                                    int rows, int inner, int cols) {
-  return std::move(matmul_reference(M, N, rows, inner, cols).value);
+  if (on_host(rows, inner, cols)) return reference_values(M, N, rows, inner, cols);
+  return std::move(reference_matmul_on_device(M, N, rows, inner, cols).value);
 }
 
 void verify_reference(const std::vector<float>& M, const std::vector<float>& N,

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "kit/compare.hpp"
 #include "kit/poison.hpp"
@@ -231,6 +233,37 @@ TEST_CASE("comparison names a dot product that skips its first term", "[common]"
   const kit::Comparison cmp =
       kit::compare_matrix(got, c.ref, {}, 0, kit::matmul_term_mistakes(c.M, c.N, c.ref, 40));
   CHECK_THAT(cmp.report, ContainsSubstring("misses exactly the first term"));
+}
+
+TEST_CASE("a product without some terms is the sum of the others to within rounding", "[common]") {
+  const int rows = 19, inner = 70, cols = 23;
+  const auto M = kit::random_matrix(rows, inner, 31);
+  const auto N = kit::random_matrix(inner, cols, 32);
+  const kit::MatmulReference ref = kit::reference_matmul(M, N, rows, inner, cols);
+  // The kept terms as a product of their own: M's columns and N's rows outside [first, end).
+  auto others = [&](int first, int end) {
+    const int kept = inner - (end - first);
+    std::vector<float> M_kept, N_kept;
+    for (int r = 0; r < rows; ++r)
+      for (int k = 0; k < inner; ++k)
+        if (k < first || k >= end) M_kept.push_back(M[r * inner + k]);
+    for (int k = 0; k < inner; ++k)
+      if (k < first || k >= end)
+        N_kept.insert(N_kept.end(), N.begin() + k * cols, N.begin() + (k + 1) * cols);
+    return kit::reference_values(M_kept, N_kept, rows, kept, cols);
+  };
+  for (auto [first, end] :
+       {std::pair{64, 70}, std::pair{0, 1}, std::pair{69, 70}, std::pair{10, 42}}) {
+    CAPTURE(first, end);
+    const std::vector<double> got = kit::without_terms(M, N, ref, inner, first, end);
+    const std::vector<double> want = others(first, end);
+    REQUIRE(got.size() == want.size());
+    double worst = 0.0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      worst = std::max(worst, std::fabs(got[i] - want[i]) / ref.magnitude[i]);
+    }
+    CHECK(worst < 1e-14);  // the comparison's tolerance is 2e-5 of the magnitude
+  }
 }
 
 TEST_CASE("comparison says when every value is a whole number", "[common]") {

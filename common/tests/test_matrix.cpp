@@ -48,6 +48,17 @@ TEST_CASE("host reference multiplies a small rectangular product exactly", "[com
   CHECK(ref.magnitude == std::vector<double>{7 + 18 + 33, 8 + 20 + 36, 28 + 45 + 66, 32 + 50 + 72});
 }
 
+TEST_CASE("product values alone are the values of the host reference to the bit", "[common]") {
+  const int rows = GENERATE(1, 17, 64), inner = GENERATE(1, 33), cols = GENERATE(5, 40);
+  CAPTURE(rows, inner, cols);
+  const auto M = kit::random_matrix(rows, inner, 21);
+  const auto N = kit::random_matrix(inner, cols, 22);
+  const std::vector<double> values = kit::reference_values(M, N, rows, inner, cols);
+  CHECK(values == kit::reference_matmul(M, N, rows, inner, cols).value);
+  CHECK(kit::product_values(M, N, rows, inner, cols) == values);
+  CHECK_THROWS_AS(kit::reference_values(M, N, rows, inner + 1, cols), std::invalid_argument);
+}
+
 TEST_CASE("host reference rejects inputs whose size does not match the shape", "[common]") {
   const std::vector<float> M(6), N(5);
   CHECK_THROWS_AS(kit::reference_matmul(M, N, 2, 3, 2), std::invalid_argument);

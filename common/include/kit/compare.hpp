@@ -76,4 +76,12 @@ std::vector<Alternative> matmul_term_mistakes(const std::vector<float>& M,
                                               const std::vector<float>& N,
                                               const MatmulReference& ref, int inner);
 
+// The product without the terms k in [first, end) of each element's dot product: ref minus those
+// terms, in O(rows * cols * (end - first)) instead of a product's O(rows * inner * cols). It
+// differs from the sum of the other terms by the rounding of a few double subtractions, about
+// 1e-16 of the sum of |terms|, where a comparison's tolerance is 2e-5 of it. M is ref.rows x
+// inner, N is inner x ref.cols.
+std::vector<double> without_terms(const std::vector<float>& M, const std::vector<float>& N,
+                                  const MatmulReference& ref, int inner, int first, int end);
+
 }  // namespace kit

@@ -21,6 +21,10 @@ struct MatmulReference {
 };
 MatmulReference reference_matmul(const std::vector<float>& M, const std::vector<float>& N, int rows,
                                  int inner, int cols);
+// reference_matmul's values alone, to the bit, without the magnitudes: the host loop of
+// product_values.
+std::vector<double> reference_values(const std::vector<float>& M, const std::vector<float>& N,
+                                     int rows, int inner, int cols);
 
 // The same reference computed on the GPU by a kit kernel (common/src/reference_device.cu), then
 // checked on the host with verify_reference. Needs a usable GPU; throws kit::CudaError otherwise.
