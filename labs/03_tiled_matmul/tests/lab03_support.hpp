@@ -107,16 +107,11 @@ inline std::vector<kit::Alternative> tile_mistakes(const kit::MatmulProblem& p, 
        kit::product_values(column_block(p.M, w, w, 0, tile, true),
                            row_block(p.N, w, w, 0, tile, false), w, tile, w)});
   // The last phase's terms missing from every element: the reference minus that phase.
-  std::vector<double> short_one = p.ref.value;
-  const std::vector<double> last_phase =
-      kit::product_values(column_block(p.M, w, w, w - tile, tile, false),
-                          row_block(p.N, w, w, w - tile, tile, false), w, tile, w);
-  for (std::size_t i = 0; i < short_one.size(); ++i) short_one[i] -= last_phase[i];
   mistakes.push_back({"every element misses exactly the terms of the last phase (k = " +
                           std::to_string(w - tile) + " to " + std::to_string(w - 1) +
                           "): the phase loop stops one phase short. Run it while ph < width / "
                           "TILE_WIDTH (README section 5).",
-                      std::move(short_one)});
+                      kit::without_terms(p.M, p.N, p.ref, w, w - tile, w)});
   return mistakes;
 }
 
