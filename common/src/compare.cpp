@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstddef>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 
 #include "kit/poison.hpp"
 
@@ -477,6 +479,13 @@ std::vector<Alternative> matmul_term_mistakes(const std::vector<float>& M,
 std::vector<double> without_terms(const std::vector<float>& M, const std::vector<float>& N,
                                   const MatmulReference& ref, int inner, int first, int end) {
   const int rows = ref.rows, cols = ref.cols;
+  require_matmul_shape(M, N, rows, inner, cols);
+  if (first < 0 || first > end || end > inner ||
+      ref.value.size() != static_cast<std::size_t>(rows) * cols) {
+    throw std::invalid_argument("without_terms: terms [" + std::to_string(first) + ", " +
+                                std::to_string(end) + ") of a product of inner size " +
+                                std::to_string(inner) + ", or a reference of another shape");
+  }
   std::vector<double> values = ref.value;
   for (int r = 0; r < rows; ++r) {
     double* row = &values[static_cast<std::size_t>(r) * cols];

@@ -95,14 +95,15 @@ MatmulReference reference_matmul_on_device(const std::vector<float>& M, const st
 
 namespace {
 
-// Whether matmul_reference computes a product on the host. A judge whose calls all go to its
-// worker has no CUDA context, and making one for the reference costs more than the host loop up
-// to 2^31 terms: the loop (i-k-j order, -O3) took 39 ms for 512^3 and 0.31 s for 1000^3 on a
-// 2-core build machine, while a context costs a test process 0.4 s (median) with eight test
-// processes on the GPU, and slows every other process there (bench/RESULTS.md, "Where a split
-// test's time goes"). Where a context exists anyway (a timed test, a process that is not a
-// judge), the GPU kernel takes products above 2^24 terms. Both sum every element's exact terms in
-// the order of k, so they agree to the bit.
+// Whether matmul_reference and product_values compute a product on the host. A judge whose calls
+// all go to its worker has no CUDA context, and making one for the reference costs more than the
+// host loop up to 2^31 terms: the loop (i-k-j order, -O3) took 39 ms for 512^3 and 0.31 s for
+// 1000^3 on a 2-core build machine, while a context costs a test process 0.4 s (median) with
+// eight test processes on the GPU, and slows every other process there (bench/RESULTS.md, "Where
+// a split test's time goes"; timed again on another day in "A wrong result's diagnosis, on the
+// host", the loop took 0.63-0.70 s for 1024^3). Where a context exists anyway (a timed test, a
+// process that is not a judge), the GPU kernel takes products above 2^24 terms. Both sum every
+// element's exact terms in the order of k, so they agree to the bit.
 bool on_host(int rows, int inner, int cols) {
   constexpr double kHostTerms = 16777216.0;                  // 2^24
   constexpr double kHostTermsWithoutContext = 2147483648.0;  // 2^31: 1290^3

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -264,6 +265,10 @@ TEST_CASE("a product without some terms is the sum of the others to within round
     }
     CHECK(worst < 1e-14);  // the comparison's tolerance is 2e-5 of the magnitude
   }
+  CHECK(kit::without_terms(M, N, ref, inner, 5, 5) == ref.value);
+  CHECK_THROWS_AS(kit::without_terms(M, N, ref, inner, 60, 71), std::invalid_argument);
+  CHECK_THROWS_AS(kit::without_terms(M, N, ref, inner, 9, 8), std::invalid_argument);
+  CHECK_THROWS_AS(kit::without_terms(M, N, ref, inner + 1, 0, 1), std::invalid_argument);
 }
 
 TEST_CASE("comparison says when every value is a whole number", "[common]") {
