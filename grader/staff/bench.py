@@ -15,6 +15,7 @@ K scores were the same (performance credit included).
 from __future__ import annotations
 
 import json
+import statistics
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -107,6 +108,19 @@ def profiler_time(spans: list[Span]) -> tuple[float, float]:
         if span.kind == "profiler":
             per_gpu[span.gpu] = per_gpu.get(span.gpu, 0.0) + span.end - span.start
     return sum(per_gpu.values()), max(per_gpu.values(), default=0.0)
+
+
+def profiler_turns_by_test(spans: list[Span]) -> list[tuple[str, int, float, float]]:
+    """(test, turns, median seconds, longest seconds) of the profiler turns, the most time first:
+    a turn's floor is Nsight Compute's first profiled launch (about 0.65 s on an idle H200,
+    bench/RESULTS.md, "Nsight Compute's lock and its first profiled launch"), so a test whose
+    median sits far above it waits in its turn on something else."""
+    turns: dict[str, list[float]] = {}
+    for span in spans:
+        if span.kind == "profiler":
+            turns.setdefault(span.key or "?", []).append(span.end - span.start)
+    rows = [(key, len(t), statistics.median(t), max(t)) for key, t in turns.items()]
+    return sorted(rows, key=lambda row: -row[1] * row[2])
 
 
 def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[SyntheticStudent]) -> Pass:
@@ -300,6 +314,8 @@ def run_bench(
             f"profiler turns (one at a time on a GPU): {turns:.1f} s in all; the busiest GPU's took "
             f"{busiest:.1f} s of the {engine.wall:.1f} s pass ({100 * busiest / engine.wall:.0f} %)"
         )
+        for key, count, median, longest in profiler_turns_by_test(engine.spans):
+            print(f"  {count:3d} turns, median {median:.2f} s, longest {longest:.2f} s: {key}")
     print(
         f"GPU idle (no test process running, no window open): {engine.timeline.gpu_idle_seconds:.1f} s "
         f"of {engine.wall:.1f} s; GPU test processes running: {engine.timeline.mean_gpu_running:.1f} "

@@ -7,7 +7,14 @@ from grader.pipeline import score as scoring
 from grader.pipeline.run import Status
 from grader.pipeline.score import LabScore, SubmissionScore
 from grader.staff import bench
-from grader.staff.bench import longest_runs, profiler_time, run_bench, score_differences, synthetic_class
+from grader.staff.bench import (
+    longest_runs,
+    profiler_time,
+    profiler_turns_by_test,
+    run_bench,
+    score_differences,
+    synthetic_class,
+)
 
 
 def test_copies_differ_so_that_the_cache_shares_nothing(fake_kit):
@@ -73,6 +80,21 @@ def test_the_longest_runs_name_their_student_and_leave_out_parked_time():
         "ann: lab02_tests/speed",
         "ann: lab03_tests/race",
     ]
+
+
+def test_profiler_turns_are_summed_by_test_with_their_median_and_longest():
+    spans = [
+        Span("profiler", 0.0, 1.0, "0", "lab05_tests/sizes", "ann"),
+        Span("profiler", 2.0, 5.0, "0", "lab05_tests/sizes", "bob"),
+        Span("profiler", 6.0, 8.0, "0", "lab05_tests/sizes", "cy"),
+        Span("profiler", 9.0, 9.5, "1", "lab03_tests/loads", "ann"),
+        Span("gpu", 0.0, 30.0, "0", "lab05_tests/sizes", "ann"),  # the process, not its turn
+    ]
+    assert profiler_turns_by_test(spans) == [
+        ("lab05_tests/sizes", 3, 2.0, 3.0),
+        ("lab03_tests/loads", 1, 0.5, 0.5),
+    ]
+    assert profiler_turns_by_test([]) == []
 
 
 def test_the_pass_the_engine_is_compared_with_runs_each_test_alone(fake_kit, tmp_path, capsys, monkeypatch):
