@@ -1,9 +1,14 @@
 #include "kit/matrix.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace kit {
 namespace {
@@ -49,13 +54,13 @@ void require_matmul_shape(const std::vector<float>& M, const std::vector<float>&
 
 namespace {
 
-// P = M * N in i-k-j order, which walks N and P along rows and keeps the host loop fast enough for
-// widths in the low thousands; each element's exact terms are summed in the order of k. With
-// `magnitude` null, only the values: what a failure's diagnoses compare against, at two thirds of
-// the time.
-void accumulate_product(const std::vector<float>& M, const std::vector<float>& N, int rows,
-                        int inner, int cols, double* value, double* magnitude) {
-  for (int i = 0; i < rows; ++i) {
+// Rows [first, end) of P = M * N in i-k-j order, which walks N and P along rows and keeps the
+// host loop fast enough for widths in the low thousands; each element's exact terms are summed in
+// the order of k. With `magnitude` null, only the values: what a failure's diagnoses compare
+// against, at two thirds of the time.
+void accumulate_rows(const std::vector<float>& M, const std::vector<float>& N, int first, int end,
+                     int inner, int cols, double* value, double* magnitude) {
+  for (int i = first; i < end; ++i) {
     double* value_row = value + static_cast<std::size_t>(i) * cols;
     double* magnitude_row =
         magnitude == nullptr ? nullptr : magnitude + static_cast<std::size_t>(i) * cols;
@@ -75,6 +80,36 @@ void accumulate_product(const std::vector<float>& M, const std::vector<float>& N
   }
 }
 
+// Threads for a product of `terms` terms: one below 2^24 (a thread's start is not worth it), else
+// up to kMostThreads, no more than the CPUs this process may run on. A judge computes its large
+// references on the host (kit::matmul_reference says why), 0.3-0.6 s each at width 1,000 and
+// more, while the grader keeps about half of a GPU machine's CPUs idle (bench/RESULTS.md,
+// "What bounds one GPU's rate", its entry of 2026-11-28).
+int threads_for(double terms, int rows) {
+  constexpr int kMostThreads = 4;
+  if (terms < 16777216.0) return 1;
+  cpu_set_t allowed;
+  const int cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 1;
+  return std::max(1, std::min({kMostThreads, cpus, rows}));
+}
+
+// P = M * N, its rows split between threads: each element is summed by one thread in the order
+// of k, so the values are the same to the bit however many threads there are.
+void accumulate_product(const std::vector<float>& M, const std::vector<float>& N, int rows,
+                        int inner, int cols, double* value, double* magnitude, int threads) {
+  std::vector<std::thread> helpers;
+  for (int t = 1; t < threads; ++t) {
+    helpers.emplace_back(accumulate_rows, std::cref(M), std::cref(N), rows * t / threads,
+                         rows * (t + 1) / threads, inner, cols, value, magnitude);
+  }
+  accumulate_rows(M, N, 0, rows / threads, inner, cols, value, magnitude);
+  for (std::thread& helper : helpers) helper.join();
+}
+
+int threads_for_product(int rows, int inner, int cols) {
+  return threads_for(static_cast<double>(rows) * inner * cols, rows);
+}
+
 }  // namespace
 
 MatmulReference reference_matmul(const std::vector<float>& M, const std::vector<float>& N, int rows,
@@ -85,7 +120,8 @@ MatmulReference reference_matmul(const std::vector<float>& M, const std::vector<
   ref.cols = cols;
   ref.value.assign(static_cast<std::size_t>(rows) * cols, 0.0);
   ref.magnitude.assign(ref.value.size(), 0.0);
-  accumulate_product(M, N, rows, inner, cols, ref.value.data(), ref.magnitude.data());
+  accumulate_product(M, N, rows, inner, cols, ref.value.data(), ref.magnitude.data(),
+                     threads_for_product(rows, inner, cols));
   return ref;
 }
 
@@ -93,7 +129,8 @@ std::vector<double> reference_values(const std::vector<float>& M, const std::vec
                                      int rows, int inner, int cols) {
   require_matmul_shape(M, N, rows, inner, cols);
   std::vector<double> value(static_cast<std::size_t>(rows) * cols, 0.0);
-  accumulate_product(M, N, rows, inner, cols, value.data(), nullptr);
+  accumulate_product(M, N, rows, inner, cols, value.data(), nullptr,
+                     threads_for_product(rows, inner, cols));
   return value;
 }
 

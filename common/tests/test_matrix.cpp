@@ -59,6 +59,33 @@ TEST_CASE("product values alone are the values of the host reference to the bit"
   CHECK_THROWS_AS(kit::reference_values(M, N, rows, inner + 1, cols), std::invalid_argument);
 }
 
+TEST_CASE("a large host reference sums each element in the order of k however its rows are split",
+          "[common]") {
+  // 257 x 256 x 256 terms: above the size where the host loop splits its rows between threads,
+  // with a row count no thread count divides.
+  const int rows = 257, inner = 256, cols = 256;
+  const auto M = kit::random_matrix(rows, inner, 41);
+  const auto N = kit::random_matrix(inner, cols, 42);
+  const kit::MatmulReference ref = kit::reference_matmul(M, N, rows, inner, cols);
+  std::vector<double> value(static_cast<std::size_t>(rows) * cols);
+  std::vector<double> magnitude(value.size());
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < cols; ++j) {
+      double v = 0.0, a = 0.0;
+      for (int k = 0; k < inner; ++k) {
+        const double term = static_cast<double>(M[i * inner + k]) * N[k * cols + j];
+        v += term;
+        a += std::fabs(term);
+      }
+      value[static_cast<std::size_t>(i) * cols + j] = v;
+      magnitude[static_cast<std::size_t>(i) * cols + j] = a;
+    }
+  }
+  CHECK(ref.value == value);
+  CHECK(ref.magnitude == magnitude);
+  CHECK(kit::reference_values(M, N, rows, inner, cols) == value);
+}
+
 TEST_CASE("host reference rejects inputs whose size does not match the shape", "[common]") {
   const std::vector<float> M(6), N(5);
   CHECK_THROWS_AS(kit::reference_matmul(M, N, 2, 3, 2), std::invalid_argument);
