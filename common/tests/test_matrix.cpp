@@ -59,16 +59,14 @@ TEST_CASE("product values alone are the values of the host reference to the bit"
   CHECK_THROWS_AS(kit::reference_values(M, N, rows, inner + 1, cols), std::invalid_argument);
 }
 
-TEST_CASE("a large host reference sums each element in the order of k however its rows are split",
-          "[common]") {
-  // 257 x 256 x 256 terms: above the size where the host loop splits its rows between threads,
-  // with a row count no thread count divides.
-  const int rows = 257, inner = 256, cols = 256;
-  const auto M = kit::random_matrix(rows, inner, 41);
-  const auto N = kit::random_matrix(inner, cols, 42);
-  const kit::MatmulReference ref = kit::reference_matmul(M, N, rows, inner, cols);
-  std::vector<double> value(static_cast<std::size_t>(rows) * cols);
-  std::vector<double> magnitude(value.size());
+namespace {
+
+// M * N summed element by element in the order of k, as one plain loop: what any split of the
+// host reference's rows must give to the bit.
+kit::MatmulReference plain_product(const std::vector<float>& M, const std::vector<float>& N,
+                                   int rows, int inner, int cols) {
+  kit::MatmulReference ref{rows, cols, std::vector<double>(static_cast<std::size_t>(rows) * cols),
+                           std::vector<double>(static_cast<std::size_t>(rows) * cols)};
   for (int i = 0; i < rows; ++i) {
     for (int j = 0; j < cols; ++j) {
       double v = 0.0, a = 0.0;
@@ -77,13 +75,42 @@ TEST_CASE("a large host reference sums each element in the order of k however it
         v += term;
         a += std::fabs(term);
       }
-      value[static_cast<std::size_t>(i) * cols + j] = v;
-      magnitude[static_cast<std::size_t>(i) * cols + j] = a;
+      ref.value[static_cast<std::size_t>(i) * cols + j] = v;
+      ref.magnitude[static_cast<std::size_t>(i) * cols + j] = a;
     }
   }
-  CHECK(ref.value == value);
-  CHECK(ref.magnitude == magnitude);
-  CHECK(kit::reference_values(M, N, rows, inner, cols) == value);
+  return ref;
+}
+
+}  // namespace
+
+TEST_CASE("the host reference gives the same bits however its rows are split between threads",
+          "[common]") {
+  const int rows = GENERATE(1, 2, 3, 257), threads = GENERATE(1, 2, 3, 4, 5);
+  const int inner = 19, cols = 7;
+  CAPTURE(rows, threads);
+  const auto M = kit::random_matrix(rows, inner, 41);
+  const auto N = kit::random_matrix(inner, cols, 42);
+  const kit::MatmulReference want = plain_product(M, N, rows, inner, cols);
+  std::vector<double> value(want.value.size(), 0.0), magnitude(want.value.size(), 0.0);
+  kit::accumulate_product(M, N, rows, inner, cols, value.data(), magnitude.data(), threads);
+  CHECK(value == want.value);
+  CHECK(magnitude == want.magnitude);
+  std::vector<double> alone(want.value.size(), 0.0);
+  kit::accumulate_product(M, N, rows, inner, cols, alone.data(), nullptr, threads);
+  CHECK(alone == want.value);
+}
+
+TEST_CASE("a large host reference is the plain loop's to the bit", "[common]") {
+  // Above 2^24 terms, where the host reference splits its rows between the CPUs it may use.
+  const int rows = 257, inner = 256, cols = 256;
+  const auto M = kit::random_matrix(rows, inner, 43);
+  const auto N = kit::random_matrix(inner, cols, 44);
+  const kit::MatmulReference want = plain_product(M, N, rows, inner, cols);
+  const kit::MatmulReference ref = kit::reference_matmul(M, N, rows, inner, cols);
+  CHECK(ref.value == want.value);
+  CHECK(ref.magnitude == want.magnitude);
+  CHECK(kit::reference_values(M, N, rows, inner, cols) == want.value);
 }
 
 TEST_CASE("host reference rejects inputs whose size does not match the shape", "[common]") {

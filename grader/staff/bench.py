@@ -119,8 +119,8 @@ def profiler_turns_by_test(spans: list[Span]) -> list[tuple[str, int, float, flo
     for span in spans:
         if span.kind == "profiler":
             turns.setdefault(span.key or "?", []).append(span.end - span.start)
-    rows = [(key, len(t), statistics.median(t), max(t)) for key, t in turns.items()]
-    return sorted(rows, key=lambda row: -row[1] * row[2])
+    ranked = sorted(turns.items(), key=lambda item: (-sum(item[1]), item[0]))
+    return [(key, len(t), statistics.median(t), max(t)) for key, t in ranked]
 
 
 def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[SyntheticStudent]) -> Pass:

@@ -85,14 +85,17 @@ def test_the_longest_runs_name_their_student_and_leave_out_parked_time():
 def test_profiler_turns_are_summed_by_test_with_their_median_and_longest():
     spans = [
         Span("profiler", 0.0, 1.0, "0", "lab05_tests/sizes", "ann"),
-        Span("profiler", 2.0, 5.0, "0", "lab05_tests/sizes", "bob"),
-        Span("profiler", 6.0, 8.0, "0", "lab05_tests/sizes", "cy"),
-        Span("profiler", 9.0, 9.5, "1", "lab03_tests/loads", "ann"),
+        Span("profiler", 2.0, 3.0, "0", "lab05_tests/sizes", "bob"),
+        Span("profiler", 6.0, 10.0, "0", "lab05_tests/sizes", "cy"),  # 6 s in all, median 1 s
+        Span("profiler", 11.0, 13.5, "1", "lab03_tests/loads", "ann"),
+        Span("profiler", 14.0, 16.5, "1", "lab03_tests/loads", "bob"),  # 5 s in all, median 2.5 s
+        Span("profiler", 17.0, 17.5, "0", None, None),
         Span("gpu", 0.0, 30.0, "0", "lab05_tests/sizes", "ann"),  # the process, not its turn
     ]
     assert profiler_turns_by_test(spans) == [
-        ("lab05_tests/sizes", 3, 2.0, 3.0),
-        ("lab03_tests/loads", 1, 0.5, 0.5),
+        ("lab05_tests/sizes", 3, 1.0, 4.0),
+        ("lab03_tests/loads", 2, 2.5, 2.5),
+        ("?", 1, 0.5, 0.5),
     ]
     assert profiler_turns_by_test([]) == []
 

@@ -21,6 +21,14 @@ struct MatmulReference {
 };
 MatmulReference reference_matmul(const std::vector<float>& M, const std::vector<float>& N, int rows,
                                  int inner, int cols);
+// The host loop of reference_matmul (with `magnitude`) and of reference_values (without): P = M * N
+// into `value` (and `magnitude`), both rows x cols and zeroed, its rows split between `threads`
+// threads, each element summed by one thread in the order of k, so that the bits are the same for
+// any split. Its callers choose the threads (up to four from 2^24 terms, no more than the process's
+// CPUs); the tests give it others.
+void accumulate_product(const std::vector<float>& M, const std::vector<float>& N, int rows,
+                        int inner, int cols, double* value, double* magnitude, int threads);
+
 // reference_matmul's values alone, to the bit, without the magnitudes: the host loop of
 // product_values.
 std::vector<double> reference_values(const std::vector<float>& M, const std::vector<float>& N,
