@@ -96,6 +96,10 @@ int threads_for(double terms, int rows) {
   return std::max(1, std::min({kMostThreads, cpus, rows}));
 }
 
+int threads_for_product(int rows, int inner, int cols) {
+  return threads_for(static_cast<double>(rows) * inner * cols, rows);
+}
+
 }  // namespace
 
 void accumulate_product(const std::vector<float>& M, const std::vector<float>& N, int rows,
@@ -120,14 +124,6 @@ void accumulate_product(const std::vector<float>& M, const std::vector<float>& N
   accumulate_rows(M, N, first_row(part), rows, inner, cols, value, magnitude);
   for (std::thread& helper : helpers) helper.join();
 }
-
-namespace {
-
-int threads_for_product(int rows, int inner, int cols) {
-  return threads_for(static_cast<double>(rows) * inner * cols, rows);
-}
-
-}  // namespace
 
 MatmulReference reference_matmul(const std::vector<float>& M, const std::vector<float>& N, int rows,
                                  int inner, int cols) {
