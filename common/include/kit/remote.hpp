@@ -423,9 +423,6 @@ inline Role judge_role(Role role, const char* worker) {
 // std::runtime_error with the judge's text when the judge's function threw.
 std::vector<char> call_back(std::vector<char> request);
 
-// Decodes a call's arguments into the worker's own memory: device pointers mapped from the
-// judge's handles, host arrays in buffers that live until the reply is sent. It mirrors JudgeArgs,
-// method for method: each decode stands under the same name as the encode it must match.
 // The worker's device copy of a staged array (kept between calls: common/src/remote_worker.cpp).
 struct StagedCopy {
   void* device;
@@ -433,6 +430,9 @@ struct StagedCopy {
   std::uint64_t serial;  // the kit's ledger's number for the allocation (kit/device_memory.hpp)
 };
 
+// Decodes a call's arguments into the worker's own memory: device pointers mapped from the
+// judge's handles, host arrays in buffers that live until the reply is sent. It mirrors JudgeArgs,
+// method for method: each decode stands under the same name as the encode it must match.
 class WorkerArgs {
  public:
   explicit WorkerArgs(Decoder& d) : d_(d) {}
