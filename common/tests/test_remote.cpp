@@ -294,13 +294,15 @@ TEST_CASE(
 
 TEST_CASE("a worker that does not answer is stopped after the call's time limit",
           "[common][remote]") {
-  setenv("KIT_WORKER_CALL_TIMEOUT_S", "1", 1);
-  const auto start = std::chrono::steady_clock::now();
-  CHECK_THAT(worker_error([] { call<remote_test::Hang>(role); }), ContainsSubstring("within 1 s"));
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  CHECK(seconds < 10.0);
-  unsetenv("KIT_WORKER_CALL_TIMEOUT_S");
+  {
+    const ScopedVariable limit("KIT_WORKER_CALL_TIMEOUT_S", "1");
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THAT(worker_error([] { call<remote_test::Hang>(role); }),
+               ContainsSubstring("within 1 s"));
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(seconds < 10.0);
+  }
   CHECK(call<remote_test::Add, int>(role, 5, 5) == 10);
 }
 
@@ -316,17 +318,17 @@ TEST_CASE("a reply that does not match its call is refused and the worker replac
 TEST_CASE("the worker gets only what a CUDA program needs of the judge's environment",
           "[common][remote]") {
   kit::remote::stop_worker(role);  // started afresh, with the environment below
-  setenv("KIT_GATE_SECRET", "judge-only", 1);
-  setenv("CUDA_VISIBLE_DEVICES", "0", 1);
-  setenv("KIT_WORKER_HOME", "/tmp/kit-worker-home", 1);
+  // Put back as they were when the case ends: a CUDA_VISIBLE_DEVICES left set made a later case
+  // of the same process skip (the one placed by PCI address).
+  const ScopedVariable secret("KIT_GATE_SECRET", "judge-only");
+  const ScopedVariable visible("CUDA_VISIBLE_DEVICES", "0");
+  const ScopedVariable home("KIT_WORKER_HOME", "/tmp/kit-worker-home");
   CHECK(call<remote_test::Getenv, std::string>(role, std::string("KIT_GATE_SECRET")).empty());
   CHECK(call<remote_test::Getenv, std::string>(role, std::string("CUDA_VISIBLE_DEVICES")) == "0");
   CHECK(call<remote_test::Getenv, std::string>(role, std::string("HOME")) ==
         "/tmp/kit-worker-home");
   CHECK(call<remote_test::Getenv, std::string>(role, std::string("TMPDIR")) ==
         "/tmp/kit-worker-home");
-  unsetenv("KIT_GATE_SECRET");
-  unsetenv("KIT_WORKER_HOME");
   kit::remote::stop_worker(role);
 }
 
@@ -495,8 +497,8 @@ TEST_CASE("a judge told its GPU's PCI address finds and watches that GPU without
   }
   if (addresses.empty()) SKIP("no NVIDIA driver here");
   std::sort(addresses.begin(), addresses.end());
-  REQUIRE(::setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1) == 0);
-  REQUIRE(::setenv("KIT_GPU_BUS_ID", addresses.front().c_str(), 1) == 0);
+  const ScopedVariable order("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+  const ScopedVariable bus("KIT_GPU_BUS_ID", addresses.front());
   const kit::GpuStatus& gpu = kit::gpu_status();  // this process's first ask
   CAPTURE(addresses.front(), gpu.reason);
   REQUIRE(gpu.usable);
@@ -514,7 +516,6 @@ TEST_CASE("a judge told its GPU's PCI address finds and watches that GPU without
   CHECK(held > 0);  // its context, listed on that GPU
   CHECK_FALSE(kit::remote::cuda_started());
   kit::remote::stop_worker(role);
-  ::unsetenv("KIT_GPU_BUS_ID");  // for the cases after this one where all run in one process
 }
 
 TEST_CASE("the shared memory reserved per block that the judge assumes is what CUDA reports",
