@@ -11,6 +11,7 @@
 // else refers to it.
 #include <catch2/reporters/catch_reporter_event_listener.hpp>
 #include <catch2/reporters/catch_reporter_registrars.hpp>
+#include <cstdint>
 #include <exception>
 
 #include "kit/gpu_gate.hpp"
@@ -28,10 +29,17 @@ class FreshWorkers : public Catch::EventListenerBase {
 
   void testCaseStarting(const Catch::TestCaseInfo&) override {
     kit::between_test_cases();
+    kit::remote::begin_case_part(true);
     if (keep_) return;
     kit::remote::stop_worker(kit::remote::Role::student);
     kit::remote::stop_worker(kit::remote::Role::reference);
     baseline_pid_ = 0;
+  }
+
+  // A later part of a case (another GENERATE value or section) runs no student call once the
+  // student's worker ended in trouble in an earlier part (kit::remote::begin_case_part).
+  void testCasePartialStarting(const Catch::TestCaseInfo&, std::uint64_t part) override {
+    if (part > 0) kit::remote::begin_case_part(false);
   }
 
   void testCaseEnded(const Catch::TestCaseStats& stats) override {

@@ -313,6 +313,10 @@ struct Workers {
   std::mutex mutex;
   Worker student{Role::student};
   Worker reference{Role::reference};
+  // The trouble that ended the student's worker first in this test case ("" when none), and
+  // whether the part under way comes after it (begin_case_part).
+  std::string case_trouble;
+  bool refusing = false;
   Worker& of(Role role) { return role == Role::student ? student : reference; }
   // The buffers whose cudaFree was held back (kit/device_memory.hpp) are freed once no worker
   // could map them.
@@ -383,12 +387,33 @@ std::vector<char> exchange(Role role, const std::string& name, std::vector<char>
   if (device_memory) KIT_CUDA_CHECK(cudaDeviceSynchronize());
   Workers& w = workers();
   std::lock_guard<std::mutex> lock(w.mutex);
+  const bool student = role == Role::student;
+  if (student && w.refusing) {
+    throw WorkerError("not run: " + w.case_trouble +
+                      " in an earlier part of this test (another size or section), so the kit "
+                      "runs no more of this test; fix what that part reports first");
+  }
   try {
     return w.of(role).exchange(name, std::move(arguments), callbacks);
+  } catch (const std::exception& e) {
+    if (student && w.student.pid() <= 0 && w.case_trouble.empty()) {
+      const std::string text = e.what();
+      w.case_trouble = "the worker running your lab's code ended during " + name + " (" +
+                       text.substr(0, std::min<std::size_t>(text.find('\n'), 160)) + ")";
+    }
+    w.release_if_idle();
+    throw;
   } catch (...) {
     w.release_if_idle();
     throw;
   }
+}
+
+void begin_case_part(bool first_part) {
+  Workers& w = workers();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  if (first_part) w.case_trouble.clear();
+  w.refusing = !first_part && !w.case_trouble.empty();
 }
 
 long worker_pid(Role role) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <chrono>
 #include <cstdint>
@@ -572,6 +573,49 @@ TEST_CASE("a test case meets a new worker where the driver cannot count the last
   // The grader may run several cases in one judge process; common/src/fresh_workers.cpp. These
   // two make no device call, so NVML does not list the judge: no count, no keeping.
   CHECK(run_in_one_process("[fresh_workers]") == 0);
+}
+
+// Two cases run together by the next one, in one process, in this order: a case whose worker
+// crashed in one part refuses the student's calls in its later parts; the next case is not
+// refused. Each part records what it saw, and the last case checks it all, so that a wrong
+// refusal fails that case even where it would make an earlier one pass.
+namespace {
+std::vector<std::string> part_saw;
+}  // namespace
+
+TEST_CASE("case parts first case: a crash then later parts", "[.case_parts]") {
+  const int part = GENERATE(1, 2, 3);
+  if (part == 1) {
+    CHECK(call<remote_test::Add, int>(role, 1, 1) == 2);
+    part_saw.push_back(worker_error([] { call<remote_test::Crash>(role); }));
+    // Within the part, the next call still gets a new worker.
+    CHECK(call<remote_test::Add, int>(role, 2, 2) == 4);
+    part_saw.push_back(std::to_string(kit::remote::worker_pid(role) > 0));
+    kit::remote::stop_worker(role);
+  } else {
+    part_saw.push_back(worker_error([] { call<remote_test::Add, int>(role, 3, 3); }));
+    part_saw.push_back(std::to_string(kit::remote::worker_pid(role)));
+  }
+}
+
+TEST_CASE("case parts second case: a new case calls as before", "[.case_parts]") {
+  REQUIRE(part_saw.size() == 6);  // the first case ran before, in this process, all three parts
+  CHECK_THAT(part_saw[0], ContainsSubstring("signal 6"));
+  CHECK(part_saw[1] == "1");
+  for (int later : {2, 4}) {
+    CAPTURE(later, part_saw[later]);
+    CHECK_THAT(part_saw[later], ContainsSubstring("not run: the worker running your lab's code"));
+    CHECK_THAT(part_saw[later], ContainsSubstring("in an earlier part of this test"));
+    CHECK_THAT(part_saw[later], ContainsSubstring("signal 6"));
+    CHECK(part_saw[later + 1] == "0");  // refused without starting a worker
+  }
+  CHECK(call<remote_test::Add, int>(role, 4, 4) == 8);
+}
+
+TEST_CASE(
+    "a test case whose worker crashed in one part runs no call of the student in its later parts",
+    "[common][remote]") {
+  CHECK(run_in_one_process("[case_parts]") == 0);
 }
 
 // Four cases run together by the next one, in this order: after a clean pass a case keeps the
