@@ -40,10 +40,27 @@ def compare(base: dict, head: dict, base_name: str) -> list[str]:
     common = sorted(set(base["totals"]) & set(head["totals"]))
     differ = [name for name in common if abs(base["totals"][name] - head["totals"][name]) > 1e-9]
     lines.append(f"scores: {len(common) - len(differ)} of {len(common)} sample students' totals identical")
-    lines += [f"  {name}: {base['totals'][name]:g} -> {head['totals'][name]:g}" for name in differ]
+    for name in differ:
+        lines.append(f"  {name}: {base['totals'][name]:g} -> {head['totals'][name]:g}")
+        lines += [f"    {line}" for line in moved_tests(base.get("tests", {}), head.get("tests", {}), name)]
     only = sorted(set(base["totals"]) ^ set(head["totals"]))
     if only:
         lines.append(f"  in one of the two only (a mutant added or removed): {', '.join(only)}")
+    return lines
+
+
+def moved_tests(base: dict, head: dict, name: str) -> list[str]:
+    """The tests whose points differ for one student, where both benches kept each test's points
+    (a bench before they did keeps only totals)."""
+    if name not in base or name not in head:
+        return []
+    lines = []
+    for test in sorted(set(base[name]) | set(head[name])):
+        a, b = base[name].get(test), head[name].get(test)
+        if a is None or b is None:
+            lines.append(f"{test}: in one of the two only")
+        elif abs(a["points"] - b["points"]) > 1e-9:
+            lines.append(f"{test}: {a['points']:g} ({a['status']}) -> {b['points']:g} ({b['status']})")
     return lines
 
 

@@ -429,4 +429,15 @@ def _pass_json(p: Pass) -> dict:
         "mean_gpu_running": round(p.timeline.mean_gpu_running, 2),
         "usage": p.usage.as_json() if p.usage is not None else None,
         "totals": {student_id: score.points for student_id, score in p.scores.items()},
+        # Each test's points and status, so that a total that moved between two benches
+        # (scripts/bench_against.py) says which test moved it.
+        "tests": {student_id: _test_points(score) for student_id, score in p.scores.items()},
+    }
+
+
+def _test_points(score: SubmissionScore) -> dict[str, dict]:
+    return {
+        f"lab{lab.lab_id} {test.name}": {"points": test.points, "status": str(test.status)}
+        for lab in score.labs
+        for test in lab.tests
     }

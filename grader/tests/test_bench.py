@@ -43,6 +43,9 @@ def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_p
     assert [p["name"] for p in report["passes"]] == ["serial", "engine", "engine again (1)"]
     assert report["passes"][0]["most_at_once"].get("cpu", 0) == 1  # serial means one at a time
     assert report["passes"][1]["totals"]["reference-copy1"] == 60
+    tests = report["passes"][1]["tests"]["lab02-broken-copy1"]  # each test's points, for a comparison
+    assert sum(t["points"] for t in tests.values()) == report["passes"][1]["totals"]["lab02-broken-copy1"]
+    assert any(t["status"] != "passed" for t in tests.values()) and all(k.startswith("lab02 ") for k in tests)
     # No GPU in the fake kit: its GPU tests run on CPU slots, so a GPU did nothing all along.
     engine = report["passes"][1]
     assert engine["wall_s"] > 0 and abs(engine["gpu_idle_s"] - engine["wall_s"]) <= 0.01

@@ -25,6 +25,28 @@ def test_the_rate_ratio_and_every_differing_total_are_reported() -> None:
     assert any("gone" in line and "new" in line for line in lines)
 
 
+def test_a_total_that_moved_names_the_tests_that_moved_it_where_both_benches_kept_them() -> None:
+    base = _pass(30.0, {"lab04-b": 88.0, "lab05-c": 99.0})
+    head = _pass(30.0, {"lab04-b": 83.0, "lab05-c": 99.5})
+    base["tests"] = {
+        "lab04-b": {
+            "lab04 loads": {"points": 5, "status": "passed"},
+            "lab04 speed": {"points": 4, "status": "passed"},
+        }
+    }
+    head["tests"] = {
+        "lab04-b": {
+            "lab04 loads": {"points": 0, "status": "failed"},
+            "lab04 speed": {"points": 4, "status": "passed"},
+        }
+    }
+    lines = compare(base, head, "fa867ec")
+    at = lines.index("  lab04-b: 88 -> 83")
+    assert lines[at + 1] == "    lab04 loads: 5 (passed) -> 0 (failed)"
+    assert "speed" not in " ".join(lines)  # a test that did not move is not listed
+    assert lines[at + 2] == "  lab05-c: 99 -> 99.5"  # the base kept no tests for this student
+
+
 def test_the_engine_pass_is_read_from_bench_json(tmp_path: Path) -> None:
     path = tmp_path / "bench.json"
     path.write_text(json.dumps({"passes": [{"name": "serial"}, _pass(12.5, {"reference": 1.0})]}))
