@@ -99,4 +99,14 @@ ExclusiveGpu::~ExclusiveGpu() {
   }
 }
 
+void release_hold_of_ended_child() {
+  std::lock_guard<std::mutex> lock(holds_mutex);
+  if (holds != 0) return;
+  const Gate gate = gate_from_environment();
+  if (gate.request < 0) return;
+  // The grader ignores an 'R' when nothing is held (grader/confine/gate.py).
+  const char done = 'R';
+  [[maybe_unused]] const ssize_t written = ::write(gate.request, &done, 1);
+}
+
 }  // namespace kit

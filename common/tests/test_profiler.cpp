@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "fake_gate.hpp"
+#include "kit/gpu_gate.hpp"
 #include "kit/locality.hpp"
 #include "kit/profiler.hpp"
 #include "kit/sanitizer.hpp"
@@ -263,5 +265,34 @@ TEST_CASE("tests that share a run of Nsight Compute read it only where their own
     CHECK(counted.run.exit_code == 0);
     CHECK(counted.kernels.size() == 4);  // two trials, each its kernel and the marker
   }
+  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
+}
+
+TEST_CASE("a probe that Nsight Compute killed while it held the profiler turn does not keep it",
+          "[common]") {
+  // ncu kills its application after a kernel faults, before the probe's hold ends: this stand-in
+  // asks for the turn on the gate the judge passed down, as the probe does, and is killed.
+  char folder[] = "/tmp/kit-fake-ncu-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  const std::string ncu = std::string(folder) + "/ncu";
+  std::FILE* f = std::fopen(ncu.c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fputs("#!/bin/sh\nfd=${KIT_GPU_GATE%%,*}\neval \"printf P >&$fd\"\nkill -9 $$\n", f);
+  std::fclose(f);
+  REQUIRE(std::system(("chmod +x '" + ncu + "'").c_str()) == 0);
+  kit_tests::FakeGate gate;
+  const kit::profiler::Profile p =
+      kit::profiler::profile(ncu, kit::profiler::kGlobalLoads, "probe", "loads-16");
+  CHECK(p.run.exit_code == 128 + 9);
+  CHECK(gate.asked() == "PR");  // the judge gave back the turn its killed child held
+  // A judge that holds the GPU itself gives nothing back for its child: its own hold is not done.
+  gate.grant_once();
+  {
+    const kit::ExclusiveGpu alone;
+    CHECK(gate.asked() == "A");
+    kit::release_hold_of_ended_child();
+    CHECK(gate.asked().empty());
+  }
+  CHECK(gate.asked() == "R");
   std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }

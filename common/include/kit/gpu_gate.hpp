@@ -27,6 +27,16 @@ enum class GpuUse { alone, profiling };
 // grader, or inside a hold, it does nothing.
 void between_test_cases();
 
+// After a child process that may have asked through this process's gate has ended (a probe under
+// Nsight Compute, kit/profiler.hpp): gives back whatever the gate still holds, unless this process
+// holds something itself. The child shares the gate's pipes, and the grader closes a turn when it
+// reads 'R' or when every writer has gone; this process keeps its copy open, so a child killed
+// before its hold ended left the turn held while this process went on with its other tests. ncu
+// kills its application after a kernel faults: lab 05's mutants that fault held the GPU's one
+// profiler turn 10-13 s in a class (bench/RESULTS.md, "A profiler turn left held"). Outside the
+// grader it does nothing.
+void release_hold_of_ended_child();
+
 class ExclusiveGpu {
  public:
   explicit ExclusiveGpu(GpuUse use = GpuUse::alone);

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "kit/gpu_gate.hpp"
 #include "kit/probe.hpp"
 #include "kit/sanitizer.hpp"
 
@@ -220,6 +221,7 @@ inline Profile profile(const std::string& ncu, const std::string& metric, const 
   } else {
     for (int attempt = 1; attempt <= 3; ++attempt) {
       p.run = sanitizer::run_command(command);
+      release_hold_of_ended_child();  // the probe's turn, had ncu killed it before it ended
       if (p.run.output.find("driver resource was unavailable") == std::string::npos) break;
       std::this_thread::sleep_for(std::chrono::seconds(2 * attempt));
     }
