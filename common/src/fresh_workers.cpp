@@ -28,8 +28,8 @@ class FreshWorkers : public Catch::EventListenerBase {
   using Catch::EventListenerBase::EventListenerBase;
 
   void testCaseStarting(const Catch::TestCaseInfo&) override {
-    kit::between_test_cases();
     kit::remote::begin_case_part(true);
+    kit::between_test_cases();
     if (keep_) return;
     kit::remote::stop_worker(kit::remote::Role::student);
     kit::remote::stop_worker(kit::remote::Role::reference);
@@ -40,6 +40,10 @@ class FreshWorkers : public Catch::EventListenerBase {
   // student's worker ended in trouble in an earlier part (kit::remote::begin_case_part).
   void testCasePartialStarting(const Catch::TestCaseInfo&, std::uint64_t part) override {
     if (part > 0) kit::remote::begin_case_part(false);
+  }
+  void testCasePartialEnded(const Catch::TestCaseStats& stats, std::uint64_t) override {
+    // Not allPassed() counts a failure that a test may expect ([!shouldfail]) as one too.
+    kit::remote::end_case_part(!stats.totals.assertions.allPassed() || stats.aborting);
   }
 
   void testCaseEnded(const Catch::TestCaseStats& stats) override {

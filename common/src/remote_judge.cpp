@@ -50,6 +50,12 @@ std::vector<std::string> split_lines(const std::string& text) {
   return parts;
 }
 
+// A message's first line, cut to `most` characters.
+std::string first_line(const std::string& text, std::size_t most) {
+  const std::string line = text.substr(0, text.find('\n'));
+  return line.size() > most ? line.substr(0, most) + "..." : line;
+}
+
 std::string describe_status(int status) {
   // A confined worker's status comes through the sandbox's first process, which may report a
   // signal as the shell does, 128 + its number.
@@ -81,6 +87,7 @@ class Worker {
 
   std::vector<char> exchange(const std::string& name, std::vector<char> arguments,
                              const std::vector<Callback>& callbacks) {
+    end_reason_.clear();
     if (pid_ <= 0) start();
     Encoder request;
     // A timed call carries the mark before its name (TimedCalls); messages keep the bare name.
@@ -105,6 +112,8 @@ class Worker {
     if (why.empty() && !calls_are_timed()) watch_memory(name, false);
     if (why == "timeout") {
       stop();
+      end_reason_ =
+          "did not finish " + name + " within " + std::to_string(call_timeout_ms() / 1000) + " s";
       throw WorkerError(who() + " did not finish " + name + " within " +
                         std::to_string(call_timeout_ms() / 1000) +
                         " s and was stopped: a kernel or a loop that never ends?");
@@ -115,6 +124,10 @@ class Worker {
   }
 
   long pid() const { return pid_; }
+  // How the last call ended this worker, in a few words ("crashed (killed by signal 11:
+  // Segmentation fault) during ..."); "" when it did not, or when the worker failed to start,
+  // which is the kit's trouble and not the student's.
+  const std::string& end_reason() const { return end_reason_; }
 
   // The worker, as its failures name it.
   std::string who() const {
@@ -149,6 +162,7 @@ class Worker {
     const auto cap = static_cast<long long>(worker_device_memory_cap());
     if (used <= cap) return;
     stop();
+    end_reason_ = "held " + std::to_string(used >> 20) + " MiB of device memory during " + name;
     throw WorkerError(who() + " held " + std::to_string(used >> 20) +
                       " MiB of device memory during " + name + ", more than a test may (" +
                       std::to_string(cap >> 20) +
@@ -253,6 +267,7 @@ class Worker {
       }
     }
     stop();
+    end_reason_ = how + " " + when;
     return who() + " " + how + " " + when +
            " (a crash in your code, such as a null pointer or an abort; it was restarted for the "
            "next call)";
@@ -293,7 +308,10 @@ class Worker {
     }
     const std::string kind = d.text(64);
     const std::string text = d.text(kTextLimit);
-    if (status == wire::Status::broken) stop();  // it ends itself; a new one serves the next call
+    if (status == wire::Status::broken) {  // it ends itself; a new one serves the next call
+      stop();
+      end_reason_ = "was left unusable during " + name + " (" + first_line(text, 120) + ")";
+    }
     if (kind == wire::kInvalidArgument) throw std::invalid_argument(text);
     if (kind == wire::kOutOfRange) throw std::out_of_range(text);
     if (kind == wire::kCuda) {
@@ -307,6 +325,7 @@ class Worker {
   int fd_ = -1;
   pid_t pid_ = 0;
   std::chrono::steady_clock::time_point last_watch_{};
+  std::string end_reason_;
 };
 
 struct Workers {
@@ -316,6 +335,7 @@ struct Workers {
   // The trouble that ended the student's worker first in this test case ("" when none), and
   // whether the part under way comes after it (begin_case_part).
   std::string case_trouble;
+  bool trouble_in_this_part = false;
   bool refusing = false;
   Worker& of(Role role) { return role == Role::student ? student : reference; }
   // The buffers whose cudaFree was held back (kit/device_memory.hpp) are freed once no worker
@@ -389,17 +409,17 @@ std::vector<char> exchange(Role role, const std::string& name, std::vector<char>
   std::lock_guard<std::mutex> lock(w.mutex);
   const bool student = role == Role::student;
   if (student && w.refusing) {
-    throw WorkerError("not run: " + w.case_trouble +
-                      " in an earlier part of this test (another size or section), so the kit "
-                      "runs no more of this test; fix what that part reports first");
+    throw WorkerError("stopped: in an earlier part of this test (another size or section), " +
+                      w.case_trouble +
+                      ", so the kit runs none of your code in the rest of this test; fix what "
+                      "that part reports first");
   }
   try {
     return w.of(role).exchange(name, std::move(arguments), callbacks);
-  } catch (const std::exception& e) {
-    if (student && w.student.pid() <= 0 && w.case_trouble.empty()) {
-      const std::string text = e.what();
-      w.case_trouble = "the worker running your lab's code ended during " + name + " (" +
-                       text.substr(0, std::min<std::size_t>(text.find('\n'), 160)) + ")";
+  } catch (const std::exception&) {
+    if (student && w.case_trouble.empty() && !w.student.end_reason().empty()) {
+      w.case_trouble = w.student.who() + " " + w.student.end_reason();
+      w.trouble_in_this_part = true;
     }
     w.release_if_idle();
     throw;
@@ -413,7 +433,16 @@ void begin_case_part(bool first_part) {
   Workers& w = workers();
   std::lock_guard<std::mutex> lock(w.mutex);
   if (first_part) w.case_trouble.clear();
+  w.trouble_in_this_part = false;
   w.refusing = !first_part && !w.case_trouble.empty();
+}
+
+void end_case_part(bool part_failed) {
+  Workers& w = workers();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  // A part whose trouble was caught and that passed all the same (a diagnosis of the kit's that
+  // went on) leaves the later parts to run: what stops them must be a failure the student reads.
+  if (!part_failed && w.trouble_in_this_part) w.case_trouble.clear();
 }
 
 long worker_pid(Role role) {

@@ -575,15 +575,18 @@ TEST_CASE("a test case meets a new worker where the driver cannot count the last
   CHECK(run_in_one_process("[fresh_workers]") == 0);
 }
 
-// Two cases run together by the next one, in one process, in this order: a case whose worker
-// crashed in one part refuses the student's calls in its later parts; the next case is not
-// refused. Each part records what it saw, and the last case checks it all, so that a wrong
-// refusal fails that case even where it would make an earlier one pass.
+// Three cases in one process, in this order, the last checking what the others saw: a case whose
+// worker crashed in a part that failed refuses the student's calls in its later parts; a case
+// whose part caught the crash and passed all the same (as a diagnosis of the kit's does) calls
+// as before in its later parts, and so does the next case. Each part records what it saw, so that
+// a wrong refusal fails the last case even where it would make an earlier one pass.
 namespace {
 std::vector<std::string> part_saw;
 }  // namespace
 
-TEST_CASE("case parts first case: a crash then later parts", "[.case_parts]") {
+// [!shouldfail]: its first part fails on purpose, as a lab's test fails on a crash.
+TEST_CASE("case parts first case: a crash fails a part then later parts",
+          "[.case_parts][!shouldfail]") {
   const int part = GENERATE(1, 2, 3);
   if (part == 1) {
     CHECK(call<remote_test::Add, int>(role, 1, 1) == 2);
@@ -592,23 +595,38 @@ TEST_CASE("case parts first case: a crash then later parts", "[.case_parts]") {
     CHECK(call<remote_test::Add, int>(role, 2, 2) == 4);
     part_saw.push_back(std::to_string(kit::remote::worker_pid(role) > 0));
     kit::remote::stop_worker(role);
+    FAIL_CHECK("this part fails, as a lab's test does when its worker crashed");
   } else {
     part_saw.push_back(worker_error([] { call<remote_test::Add, int>(role, 3, 3); }));
     part_saw.push_back(std::to_string(kit::remote::worker_pid(role)));
   }
 }
 
-TEST_CASE("case parts second case: a new case calls as before", "[.case_parts]") {
-  REQUIRE(part_saw.size() == 6);  // the first case ran before, in this process, all three parts
+TEST_CASE("case parts second case: a part that caught the crash and passed", "[.case_parts]") {
+  const int part = GENERATE(1, 2);
+  if (part == 1) {
+    part_saw.push_back(worker_error([] { call<remote_test::Crash>(role); }));
+  } else {
+    part_saw.push_back(std::to_string(call<remote_test::Add, int>(role, 5, 5)));
+  }
+}
+
+TEST_CASE("case parts third case: what the others saw", "[.case_parts]") {
+  REQUIRE(part_saw.size() == 8);  // the cases before ran in this process, every part
   CHECK_THAT(part_saw[0], ContainsSubstring("signal 6"));
   CHECK(part_saw[1] == "1");
   for (int later : {2, 4}) {
     CAPTURE(later, part_saw[later]);
-    CHECK_THAT(part_saw[later], ContainsSubstring("not run: the worker running your lab's code"));
-    CHECK_THAT(part_saw[later], ContainsSubstring("in an earlier part of this test"));
-    CHECK_THAT(part_saw[later], ContainsSubstring("signal 6"));
+    CHECK_THAT(part_saw[later], ContainsSubstring("stopped: in an earlier part of this test"));
+    CHECK_THAT(part_saw[later],
+               ContainsSubstring("the worker running your lab's code crashed (killed by signal 6"));
+    CHECK_THAT(part_saw[later],
+               ContainsSubstring("runs none of your code in the rest of this test"));
+    CHECK_THAT(part_saw[later], !ContainsSubstring("restarted"));
     CHECK(part_saw[later + 1] == "0");  // refused without starting a worker
   }
+  CHECK_THAT(part_saw[6], ContainsSubstring("signal 6"));
+  CHECK(part_saw[7] == "10");  // the passing part refused nothing after it
   CHECK(call<remote_test::Add, int>(role, 4, 4) == 8);
 }
 

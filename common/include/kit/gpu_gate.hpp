@@ -34,7 +34,8 @@ void between_test_cases();
 // before its hold ended left the turn held while this process went on with its other tests. ncu
 // kills its application after a kernel faults: lab 05's mutants that fault held the GPU's one
 // profiler turn 10-13 s in a class (bench/RESULTS.md, "A profiler turn left held"). Outside the
-// grader it does nothing.
+// grader it does nothing. Only after a child that ran alone: where children run side by side
+// (kit::sanitizer::run_each), one's end would give back another's hold.
 void release_hold_of_ended_child();
 
 class ExclusiveGpu {

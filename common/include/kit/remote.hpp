@@ -295,15 +295,18 @@ std::vector<char> exchange(Role role, const std::string& name, std::vector<char>
 // Ends the worker of `role` (the next call starts a new one).
 void stop_worker(Role role);
 
-// Where a test case's parts begin (its GENERATE values and sections run one after another):
-// `first_part` for the case's first. Once a call ended the student's worker in one part (its code
-// faulted and left a sticky CUDA error, crashed, hung, or held too much device memory), every call
-// of the student's role in the case's later parts throws WorkerError at once, naming that first
-// trouble, instead of starting a worker for each part: the case has failed already, and a new
-// worker for every size of a kernel that faults at each cost a judge most of its time
-// (bench/RESULTS.md, "A faulting kernel's later sizes"). Without a call to this (the kit's own
-// tests), nothing is refused. FreshWorkers calls it in every split lab's tests.
+// Where a test case's parts begin and end (its GENERATE values and sections run one after
+// another): `first_part` for the case's first. Once a call ended the student's worker in a part
+// that failed (its code faulted and left a sticky CUDA error, crashed, hung, or held too much
+// device memory), every call of the student's role in the case's later parts throws WorkerError
+// at once, naming that first trouble, instead of starting a worker for each part: the case has
+// failed already, and a new worker for every size of a kernel that faults at each cost a judge
+// most of its time (bench/RESULTS.md, "A faulting kernel's later sizes"). A part that passed all
+// the same (a diagnosis of the kit's that caught the trouble) refuses nothing later, nor does a
+// worker that failed to start (the kit's trouble). FreshWorkers, which every test program of the
+// kit links, calls both; a program without it refuses nothing.
 void begin_case_part(bool first_part);
+void end_case_part(bool part_failed);
 
 // The kit's own call, which every worker serves: it frees the device copies of staged arrays that
 // the worker keeps from one call to the next (common/src/remote_worker.cpp says why it keeps them).
