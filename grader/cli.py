@@ -285,6 +285,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="an experiment: a timed test measures beside the other processes on its GPU instead "
         "of waiting for it alone (what the drains cost the rate; compare the speed credits)",
     )
+    bench.add_argument(
+        "--turn-slots",
+        type=int,
+        metavar="K",
+        help="an experiment: while a GPU's profiler turn is held, start no test process there while "
+        "K or more run (compare the profiler turns' seconds with a pass without it)",
+    )
     bench.add_argument("--out", metavar="DIR", type=Path, help="write bench.json there")
     bench.add_argument("--work-dir", metavar="DIR", help=argparse.SUPPRESS)
     bench.add_argument("--keep-work", action="store_true", help=argparse.SUPPRESS)
@@ -575,7 +582,13 @@ def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
 
 
 def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
-    options = replace(grading.grade_options(kit, args), exclusive_windows=not args.shared_windows)
+    if args.turn_slots is not None and args.turn_slots < 1:
+        raise GraderError("--turn-slots must be at least 1")
+    options = replace(
+        grading.grade_options(kit, args),
+        exclusive_windows=not args.shared_windows,
+        turn_slots=args.turn_slots,
+    )
     only = [name.strip() for name in args.only.split(",")] if args.only else None
     if args.copies < 1 or args.repeat < 0:
         raise GraderError("--copies must be at least 1 and --repeat at least 0")

@@ -9,12 +9,17 @@ ratio to mean anything (a GPU of the same kind elsewhere differs by more than th
 
 REV may also be the earlier kit itself, as a folder or a .tar.gz of one (`git archive REV | gzip`
 made where the history is), for a machine whose checkout has no git history.
+
+`--head-args` gives this checkout's bench more arguments: with REV `.` (this checkout, copied),
+it compares a setting of the engine with its default on the same start, e.g.
+`scripts/bench_against.py . --labs 03,04,05 --head-args "--turn-slots 4"`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -64,9 +69,10 @@ def moved_tests(base: dict, head: dict, name: str) -> list[str]:
     return lines
 
 
-def bench(kit: Path, out: Path, labs: str | None) -> Path:
+def bench(kit: Path, out: Path, labs: str | None, more: list[str] | None = None) -> Path:
     command = [sys.executable, "-m", "grader", "bench", "--no-serial", "--out", str(out)]
     command += ["--labs", labs] if labs else []
+    command += more or []
     print(f"== bench in {kit}", flush=True)
     subprocess.run(command, cwd=kit, check=True)
     return out / "bench.json"
@@ -80,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--labs", help="comma-separated labs (default: all)")
     parser.add_argument("--out", type=Path, help="keep both bench.json files here")
+    parser.add_argument(
+        "--head-args", default="", help='more arguments for this checkout\'s bench, e.g. "--turn-slots 4"'
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="kit-bench-base-") as scratch:
         base_kit = Path(scratch) / "kit"
@@ -89,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         out = args.out or Path(scratch) / "out"
         base = engine_pass(bench(base_kit, out / "base", args.labs))
-        head = engine_pass(bench(ROOT, out / "head", args.labs))
+        head = engine_pass(bench(ROOT, out / "head", args.labs, shlex.split(args.head_args)))
     print("\n".join(compare(base, head, args.rev)))
     return 0
 

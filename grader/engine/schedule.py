@@ -158,6 +158,7 @@ class Scheduler:
         max_defer: float = 20.0,
         clock: Callable[[], float] = time.monotonic,
         exclusive_windows: bool = True,
+        turn_slots: int | None = None,
     ) -> None:
         """`clock` gives the time in seconds that spans, learned durations and drain times are
         read in: the monotonic clock, or a test's own (grader/tests/test_schedule.py moves one
@@ -167,14 +168,23 @@ class Scheduler:
 
         `exclusive_windows` off (a staff experiment, `grader bench --shared-windows`): a window
         is granted at once, with the other processes still on the GPU, to measure what the
-        drains cost the rate and what sharing does to the timed tests' scores."""
+        drains cost the rate and what sharing does to the timed tests' scores.
+
+        `turn_slots` (a staff experiment, `grader bench --turn-slots K`; None: off): while a lane's
+        profiler turn is held, no GPU job starts there while K or more run. On an H200 a turn took
+        about 1.15 s with four test processes running beside it and no new one starting, and about
+        2 s with eight and new ones starting (bench/RESULTS.md, "Profiler turns beside starting
+        processes"); the turns are most of a profiled lab's pass, one at a time."""
         if cpu_slots < 1 or gpu_slots < 1:
             raise ValueError("cpu_slots and gpu_slots must be at least 1")
+        if turn_slots is not None and turn_slots < 1:
+            raise ValueError("turn_slots must be at least 1 (or None: no cap during a turn)")
         self._clock = clock
         self.cpu_slots = cpu_slots
         self.gpu_slots = gpu_slots
         self.max_defer = max_defer
         self.exclusive_windows = exclusive_windows
+        self.turn_slots = turn_slots
         self._lanes = [_Lane(gpu) for gpu in gpus]
         self._cpu_used = 0
         self._held = 0  # leases not yet released, parked ones included
@@ -393,6 +403,8 @@ class Scheduler:
 
     def _fits(self, lane: _Lane, expected: float | None) -> bool:
         if lane.window_open or lane.draining or lane.running >= self.gpu_slots:
+            return False
+        if lane.profiling and self.turn_slots is not None and lane.running >= self.turn_slots:
             return False
         # Backfilling: with a window asked for, only a job expected to end before its drain.
         return not lane.deadlines or expected is None or self._clock() + expected <= min(lane.deadlines)

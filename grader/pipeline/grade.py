@@ -80,6 +80,7 @@ class GradeOptions:
     confine: bool = True  # run tests in the sandbox (grader/confine/sandbox.py); refuse where there is none
     output_dir: Path | None = None  # the class's --out, hidden from confined tests
     exclusive_windows: bool = True  # False only in the bench's experiment (Scheduler says what)
+    turn_slots: int | None = None  # GPU jobs running beside a profiler turn; a bench experiment
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,7 +124,11 @@ class Engine:
         self.progress = progress or QuietProgress()
         gpus = list(options.gpus) if options.gpus is not None else visible_gpus()
         self.scheduler = Scheduler(
-            options.cpu_slots, gpus, options.gpu_slots, exclusive_windows=options.exclusive_windows
+            options.cpu_slots,
+            gpus,
+            options.gpu_slots,
+            exclusive_windows=options.exclusive_windows,
+            turn_slots=options.turn_slots,
         )
         self.pool = ThreadPoolExecutor(max_workers=max(16, 4 * self.scheduler.total_slots))
         self.cache_root = make_cache_root(options.work_root)

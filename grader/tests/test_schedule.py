@@ -966,3 +966,29 @@ def test_each_span_names_the_submission_its_job_serves():
         ("lab02_tests/speed", "bob"),
         ("build", None),
     ]
+
+
+def test_with_turn_slots_no_gpu_job_starts_beside_a_profiler_turn_past_the_cap():
+    # The bench's experiment (--turn-slots): a turn ran about 1.15 s with few processes beside it
+    # and none starting, and about 2 s with eight and new ones starting (an H200).
+    scheduler = Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=8, turn_slots=2)
+    started = threading.Event()
+
+    def third() -> None:
+        with scheduler.hold(Need.GPU):
+            started.set()
+
+    with scheduler.hold(Need.GPU) as counting, scheduler.hold(Need.GPU):
+        with scheduler.profiler_turn(counting) as granted:
+            assert granted
+            later = threading.Thread(target=third)
+            later.start()
+            time.sleep(0.3)
+            assert not started.is_set()  # two run on the lane during the turn: the cap
+        wait_until(started.is_set)  # the turn is over: it starts beside the two
+        later.join()
+        # Without a turn the cap does not hold: the lane's own slots do.
+        with scheduler.hold(Need.GPU), scheduler.hold(Need.GPU):
+            pass
+    with pytest.raises(ValueError, match="turn_slots"):
+        Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=8, turn_slots=0)

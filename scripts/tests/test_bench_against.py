@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_against import compare, engine_pass, unpack_base  # noqa: E402
@@ -78,3 +80,34 @@ def test_a_folder_that_is_not_a_kit_or_an_unknown_revision_is_refused_with_what_
     assert "name a commit, or a kit's folder or .tar.gz" in unpack_base(
         "no-such-revision-xyz", tmp_path / "b"
     )
+
+
+def test_head_args_go_to_this_checkouts_bench_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import bench_against
+
+    benches: list[tuple[Path, list[str] | None]] = []
+
+    def fake_bench(kit: Path, out: Path, labs: str | None, more: list[str] | None = None) -> Path:
+        benches.append((kit, more))
+        out.mkdir(parents=True)
+        (out / "bench.json").write_text(json.dumps({"passes": [_pass(20.0, {"reference": 1.0})]}))
+        return out / "bench.json"
+
+    monkeypatch.setattr(bench_against, "unpack_base", lambda rev, kit: "")
+    monkeypatch.setattr(bench_against, "bench", fake_bench)
+    args = [".", "--labs", "03", "--out", str(tmp_path), "--head-args", "--turn-slots 4"]
+    assert bench_against.main(args) == 0
+    assert [more for _, more in benches] == [None, ["--turn-slots", "4"]]
+    assert benches[1][0] == bench_against.ROOT
+
+
+def test_a_bench_command_ends_with_its_labs_and_the_more_arguments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bench_against
+
+    recorded: list[list[str]] = []
+    monkeypatch.setattr(bench_against.subprocess, "run", lambda command, **_: recorded.append(command))
+    bench_against.bench(tmp_path, tmp_path / "out", "03,05", ["--turn-slots", "4"])
+    assert recorded[0][-4:] == ["--labs", "03,05", "--turn-slots", "4"]
+    assert recorded[0][1:5] == ["-m", "grader", "bench", "--no-serial"]
