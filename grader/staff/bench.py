@@ -123,6 +123,20 @@ def profiler_turns_by_test(spans: list[Span]) -> list[tuple[str, int, float, flo
     return [(key, len(t), statistics.median(t), max(t)) for key, t in ranked]
 
 
+def turns_beside_starts(spans: list[Span]) -> tuple[list[float], list[float]]:
+    """The profiler turns' seconds, split by whether a GPU test process started on the same GPU
+    from 1 s before the turn to 0.5 s into it (a new sandbox and CUDA context): on an H200 the
+    first kind took about 1.15 s, the second about 2 s (bench/RESULTS.md, "Profiler turns beside
+    starting processes"). What `--turn-slots` is meant to move."""
+    starts = [span for span in spans if span.kind == "gpu"]
+    quiet: list[float] = []
+    beside: list[float] = []
+    for turn in (span for span in spans if span.kind == "profiler"):
+        near = any(s.gpu == turn.gpu and turn.start - 1.0 <= s.start <= turn.start + 0.5 for s in starts)
+        (beside if near else quiet).append(turn.end - turn.start)
+    return quiet, beside
+
+
 def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[SyntheticStudent]) -> Pass:
     by_id = {student.student_id: student for student in students}
     jobs = [
@@ -316,6 +330,11 @@ def run_bench(
         )
         for key, count, median, longest in profiler_turns_by_test(engine.spans):
             print(f"  {count:3d} turns, median {median:.2f} s, longest {longest:.2f} s: {key}")
+        quiet, beside = turns_beside_starts(engine.spans)
+        print(
+            "  turns with no test process starting on their GPU near their start: "
+            f"{_count_and_median(quiet)}; with one or more: {_count_and_median(beside)}"
+        )
     print(
         f"GPU idle (no test process running, no window open): {engine.timeline.gpu_idle_seconds:.1f} s "
         f"of {engine.wall:.1f} s; GPU test processes running: {engine.timeline.mean_gpu_running:.1f} "
@@ -401,6 +420,10 @@ def _pass_line(p: Pass, first: Pass | None) -> str:
         same = not score_differences(first.scores, p.scores)
         line += f"; scores {'the same as' if same else 'DIFFERENT from'} the first engine pass"
     return line
+
+
+def _count_and_median(seconds: list[float]) -> str:
+    return f"{len(seconds)}, median {statistics.median(seconds):.2f} s" if seconds else "none"
 
 
 def _file_name(pass_name: str) -> str:

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from grader.engine.schedule import Span
 from grader.pipeline import score as scoring
 from grader.pipeline.run import Status
@@ -14,6 +16,7 @@ from grader.staff.bench import (
     run_bench,
     score_differences,
     synthetic_class,
+    turns_beside_starts,
 )
 
 
@@ -157,3 +160,21 @@ def test_a_pass_on_fewer_gpus_is_compared_with_the_engines_and_each_pass_says_wh
     for p in report["passes"]:
         assert 0 < p["first_report_s"] <= p["wall_s"]
     assert (tmp_path / "timeline-engine-on-GPU-1.json").is_file()  # each pass has its timeline
+
+
+def test_profiler_turns_are_told_apart_by_test_processes_starting_on_their_gpu_near_them():
+    spans = [
+        Span("profiler", 10.0, 11.0, "0", "lab03_tests/loads", "ann"),  # quiet: nothing started near
+        Span("gpu", 5.0, 30.0, "0", "lab03_tests/loads", "ann"),  # its own process, long before
+        Span("profiler", 20.0, 22.0, "0", "lab04_tests/loads", "bob"),
+        Span("gpu", 19.2, 25.0, "0", "lab04_tests/speed", "cy"),  # started 0.8 s before the turn
+        Span("profiler", 40.0, 42.5, "0", "lab05_tests/sizes", "cy"),
+        Span("gpu", 40.4, 41.0, "0", "lab05_tests/race", "dee"),  # 0.4 s into it
+        Span("profiler", 50.0, 51.2, "1", "lab03_tests/loads", "eve"),
+        Span("gpu", 50.1, 55.0, "0", "lab03_tests/race", "fay"),  # near, but on another GPU
+        Span("gpu", 51.0, 55.0, "1", "lab03_tests/race", "gus"),  # its GPU, 1 s in: too late
+    ]
+    quiet, beside = turns_beside_starts(spans)
+    assert quiet == pytest.approx([1.0, 1.2])
+    assert beside == [2.0, 2.5]
+    assert turns_beside_starts([]) == ([], [])
