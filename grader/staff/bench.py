@@ -132,7 +132,12 @@ def turns_beside_starts(spans: list[Span]) -> tuple[list[float], list[float]]:
     quiet: list[float] = []
     beside: list[float] = []
     for turn in (span for span in spans if span.kind == "profiler"):
-        near = any(s.gpu == turn.gpu and turn.start - 1.0 <= s.start <= turn.start + 0.5 for s in starts)
+        near = any(
+            s.gpu == turn.gpu
+            and turn.start - 1.0 <= s.start <= turn.start + 0.5
+            and (s.who, s.key) != (turn.who, turn.key)  # not the turn's own process
+            for s in starts
+        )
         (beside if near else quiet).append(turn.end - turn.start)
     return quiet, beside
 

@@ -173,6 +173,7 @@ def test_profiler_turns_are_told_apart_by_test_processes_starting_on_their_gpu_n
         Span("profiler", 50.0, 51.2, "1", "lab03_tests/loads", "eve"),
         Span("gpu", 50.1, 55.0, "0", "lab03_tests/race", "fay"),  # near, but on another GPU
         Span("gpu", 51.0, 55.0, "1", "lab03_tests/race", "gus"),  # its GPU, 1 s in: too late
+        Span("gpu", 49.5, 52.0, "1", "lab03_tests/loads", "eve"),  # the turn's own process
     ]
     quiet, beside = turns_beside_starts(spans)
     assert quiet == pytest.approx([1.0, 1.2])
