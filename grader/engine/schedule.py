@@ -96,6 +96,7 @@ class _Lane:
     active: dict[int, Lease] = field(default_factory=dict)  # GPU jobs running here, not parked
     window_open: bool = False
     profiling: bool = False  # a process here holds the profiler turn (Scheduler.profiler_turn)
+    turns_waiting: int = 0  # processes here parked until they get it
     deadlines: list[float] = field(default_factory=list)  # one per parked job waiting for a window
     draining: bool = False  # a window waited long enough: no job starts here
 
@@ -171,7 +172,8 @@ class Scheduler:
         drains cost the rate and what sharing does to the timed tests' scores.
 
         `turn_slots` (a staff experiment, `grader bench --turn-slots K`; None: off): while a lane's
-        profiler turn is held, no GPU job starts there while K or more run. On an H200 a turn took
+        profiler turn is held or waited for, no GPU job starts there while K or more run, so that
+        none starts just before a waiting turn is granted either. On an H200 a turn took
         about 1.15 s with four test processes running beside it and no new one starting, and about
         2 s with eight and new ones starting (bench/RESULTS.md, "Profiler turns beside starting
         processes"); the turns are most of a profiled lab's pass, one at a time."""
@@ -291,8 +293,10 @@ class Scheduler:
             parked = lane.profiling
             if parked:
                 self._park(lane, lease)
+                lane.turns_waiting += 1
                 while not cancelled() and (lane.profiling or lane.window_open or lane.draining):
                     self._changed.wait(timeout=0.1)
+                lane.turns_waiting -= 1
                 self._unpark(lane, lease)
             granted = not cancelled() and not lane.profiling
             if granted:
@@ -404,7 +408,8 @@ class Scheduler:
     def _fits(self, lane: _Lane, expected: float | None) -> bool:
         if lane.window_open or lane.draining or lane.running >= self.gpu_slots:
             return False
-        if lane.profiling and self.turn_slots is not None and lane.running >= self.turn_slots:
+        turns = lane.profiling or lane.turns_waiting > 0
+        if turns and self.turn_slots is not None and lane.running >= self.turn_slots:
             return False
         # Backfilling: with a window asked for, only a job expected to end before its drain.
         return not lane.deadlines or expected is None or self._clock() + expected <= min(lane.deadlines)

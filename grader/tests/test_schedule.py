@@ -992,3 +992,15 @@ def test_with_turn_slots_no_gpu_job_starts_beside_a_profiler_turn_past_the_cap()
             pass
     with pytest.raises(ValueError, match="turn_slots"):
         Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=8, turn_slots=0)
+
+
+def test_with_turn_slots_the_cap_holds_while_a_turn_is_waited_for_too():
+    # When one turn ends and a parked process is about to take the next, jobs queued behind the
+    # first must not all start in between: they would start beside the next turn's first launch.
+    scheduler = Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=8, turn_slots=1)
+    lane = scheduler._lane("0")  # the rule itself, without the threads that reach this state
+    with scheduler.hold(Need.GPU):
+        lane.turns_waiting = 1
+        assert not scheduler._fits(lane, None)
+        lane.turns_waiting = 0
+        assert scheduler._fits(lane, None)  # no turn held or waited for: the lane's own slots
