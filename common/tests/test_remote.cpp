@@ -575,11 +575,12 @@ TEST_CASE("a test case meets a new worker where the driver cannot count the last
   CHECK(run_in_one_process("[fresh_workers]") == 0);
 }
 
-// Three cases in one process, in this order, the last checking what the others saw: a case whose
-// worker crashed in a part that failed refuses the student's calls in its later parts; a case
-// whose part caught the crash and passed all the same (as a diagnosis of the kit's does) calls
-// as before in its later parts, and so does the next case. Each part records what it saw, so that
-// a wrong refusal fails the last case even where it would make an earlier one pass.
+// Four cases in one process, in this order, the last checking what the others saw: a case whose
+// worker crashed in a part that failed refuses the student's calls in its later parts (not the
+// reference's); a case whose part caught the crash and passed all the same (as a diagnosis of the
+// kit's does) calls as before in its later parts; sections are parts as GENERATE values are; and
+// the next case calls as before. Each part records what it saw, so that a wrong refusal fails the
+// last case even where it would make an earlier one pass.
 namespace {
 std::vector<std::string> part_saw;
 }  // namespace
@@ -599,6 +600,9 @@ TEST_CASE("case parts first case: a crash fails a part then later parts",
   } else {
     part_saw.push_back(worker_error([] { call<remote_test::Add, int>(role, 3, 3); }));
     part_saw.push_back(std::to_string(kit::remote::worker_pid(role)));
+    // The kit's reference is not the student's code: its calls run as ever.
+    const Role reference = kit::remote::judge_role(Role::reference, KIT_TEST_WORKER);
+    part_saw.push_back(std::to_string(call<remote_test::Add, int>(reference, 6, 6)));
   }
 }
 
@@ -611,11 +615,23 @@ TEST_CASE("case parts second case: a part that caught the crash and passed", "[.
   }
 }
 
-TEST_CASE("case parts third case: what the others saw", "[.case_parts]") {
-  REQUIRE(part_saw.size() == 8);  // the cases before ran in this process, every part
+// Sections are parts too: the later section runs none of the student's code.
+TEST_CASE("case parts third case: a crash in a section that fails then a later section",
+          "[.case_parts][!shouldfail]") {
+  SECTION("the crash") {
+    part_saw.push_back(worker_error([] { call<remote_test::Crash>(role); }));
+    FAIL_CHECK("this section fails, as a lab's test does when its worker crashed");
+  }
+  SECTION("the later section") {
+    part_saw.push_back(worker_error([] { call<remote_test::Add, int>(role, 7, 7); }));
+  }
+}
+
+TEST_CASE("case parts fourth case: what the others saw", "[.case_parts]") {
+  REQUIRE(part_saw.size() == 12);  // the cases before ran in this process, every part
   CHECK_THAT(part_saw[0], ContainsSubstring("signal 6"));
   CHECK(part_saw[1] == "1");
-  for (int later : {2, 4}) {
+  for (int later : {2, 5}) {
     CAPTURE(later, part_saw[later]);
     CHECK_THAT(part_saw[later], ContainsSubstring("stopped: in an earlier part of this test"));
     CHECK_THAT(part_saw[later],
@@ -623,10 +639,13 @@ TEST_CASE("case parts third case: what the others saw", "[.case_parts]") {
     CHECK_THAT(part_saw[later],
                ContainsSubstring("runs none of your code in the rest of this test"));
     CHECK_THAT(part_saw[later], !ContainsSubstring("restarted"));
-    CHECK(part_saw[later + 1] == "0");  // refused without starting a worker
+    CHECK(part_saw[later + 1] == "0");   // refused without starting a worker
+    CHECK(part_saw[later + 2] == "12");  // the reference's call ran
   }
-  CHECK_THAT(part_saw[6], ContainsSubstring("signal 6"));
-  CHECK(part_saw[7] == "10");  // the passing part refused nothing after it
+  CHECK_THAT(part_saw[8], ContainsSubstring("signal 6"));
+  CHECK(part_saw[9] == "10");  // the passing part refused nothing after it
+  CHECK_THAT(part_saw[10], ContainsSubstring("signal 6"));
+  CHECK_THAT(part_saw[11], ContainsSubstring("stopped: in an earlier part of this test"));
   CHECK(call<remote_test::Add, int>(role, 4, 4) == 8);
 }
 
