@@ -289,8 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--turn-slots",
         type=int,
         metavar="K",
-        help="an experiment: while a GPU's profiler turn is held, start no test process there while "
-        "K or more run (compare the profiler turns' seconds with a pass without it)",
+        help="an experiment: while a GPU's profiler turn is held or waited for, start no test process "
+        "there while K or more run (compare the profiler turns' seconds with a pass without it)",
     )
     bench.add_argument("--out", metavar="DIR", type=Path, help="write bench.json there")
     bench.add_argument("--work-dir", metavar="DIR", help=argparse.SUPPRESS)

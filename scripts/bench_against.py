@@ -12,7 +12,8 @@ made where the history is), for a machine whose checkout has no git history.
 
 `--head-args` gives this checkout's bench more arguments: with REV `.` (this checkout, copied),
 it compares a setting of the engine with its default on the same start, e.g.
-`scripts/bench_against.py . --labs 03,04,05 --head-args "--turn-slots 4"`.
+`scripts/bench_against.py . --labs 03,04,05 --head-args="--turn-slots 4"` (with `=`: a value
+that starts with a dash is otherwise taken for an option of this script's).
 """
 
 from __future__ import annotations
@@ -87,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labs", help="comma-separated labs (default: all)")
     parser.add_argument("--out", type=Path, help="keep both bench.json files here")
     parser.add_argument(
-        "--head-args", default="", help='more arguments for this checkout\'s bench, e.g. "--turn-slots 4"'
+        "--head-args",
+        default="",
+        help='more arguments for this checkout\'s bench, given with "=": --head-args="--turn-slots 4"',
     )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="kit-bench-base-") as scratch:

@@ -50,10 +50,12 @@ std::vector<std::string> split_lines(const std::string& text) {
   return parts;
 }
 
-// A message's first line, cut to `most` characters.
+// A message's first line, cut after at most `most` characters, at a space where there is one.
 std::string first_line(const std::string& text, std::size_t most) {
   const std::string line = text.substr(0, text.find('\n'));
-  return line.size() > most ? line.substr(0, most) + "..." : line;
+  if (line.size() <= most) return line;
+  const std::size_t space = line.rfind(' ', most);
+  return line.substr(0, space == std::string::npos || space == 0 ? most : space) + " ...";
 }
 
 std::string describe_status(int status) {

@@ -294,9 +294,11 @@ class Scheduler:
             if parked:
                 self._park(lane, lease)
                 lane.turns_waiting += 1
-                while not cancelled() and (lane.profiling or lane.window_open or lane.draining):
-                    self._changed.wait(timeout=0.1)
-                lane.turns_waiting -= 1
+                try:
+                    while not cancelled() and (lane.profiling or lane.window_open or lane.draining):
+                        self._changed.wait(timeout=0.1)
+                finally:
+                    lane.turns_waiting -= 1  # a count left behind would cap the lane for good
                 self._unpark(lane, lease)
             granted = not cancelled() and not lane.profiling
             if granted:

@@ -95,7 +95,7 @@ def test_head_args_go_to_this_checkouts_bench_only(tmp_path: Path, monkeypatch: 
 
     monkeypatch.setattr(bench_against, "unpack_base", lambda rev, kit: "")
     monkeypatch.setattr(bench_against, "bench", fake_bench)
-    args = [".", "--labs", "03", "--out", str(tmp_path), "--head-args", "--turn-slots 4"]
+    args = [".", "--labs", "03", "--out", str(tmp_path), "--head-args=--turn-slots 4"]
     assert bench_against.main(args) == 0
     assert [more for _, more in benches] == [None, ["--turn-slots", "4"]]
     assert benches[1][0] == bench_against.ROOT

@@ -303,8 +303,10 @@ void stop_worker(Role role);
 // failed already, and a new worker for every size of a kernel that faults at each cost a judge
 // most of its time (bench/RESULTS.md, "A faulting kernel's later sizes"). A part that passed all
 // the same (a diagnosis of the kit's that caught the trouble) refuses nothing later, nor does a
-// worker that failed to start (the kit's trouble). FreshWorkers, which every test program of the
-// kit links, calls both; a program without it refuses nothing.
+// failure to start one (no worker executable, socket or process: the kit's trouble; a worker
+// whose sandbox started but could not run it ends like a crash, exit code 126 or 127).
+// FreshWorkers, which every test program of the kit links, calls both; a program without it refuses
+// nothing.
 void begin_case_part(bool first_part);
 void end_case_part(bool part_failed);
 
