@@ -81,23 +81,19 @@ void accumulate_rows(const std::vector<float>& M, const std::vector<float>& N, i
   }
 }
 
-// Threads for a product of `terms` terms: one below 2^24 (a thread's start is not worth it), else
-// up to kMostThreads, no more than the CPUs this process may run on. A judge computes its large
-// references on the host (kit::matmul_reference says why), 0.3-0.6 s each at width 1,000 and
+// Threads for a product of rows * inner * cols terms: one below 2^24 (a thread's start is not worth
+// it), else up to kMostThreads, no more than the CPUs this process may run on. A judge computes its
+// large references on the host (kit::matmul_reference says why), 0.3-0.6 s each at width 1,000 and
 // more, while the grader keeps about half of a GPU machine's CPUs idle (bench/RESULTS.md,
 // "What bounds one GPU's rate", its entry of 2026-11-28).
-int threads_for(double terms, int rows) {
+int threads_for_product(int rows, int inner, int cols) {
   constexpr int kMostThreads = 4;
-  if (terms < 16777216.0) return 1;
+  if (static_cast<double>(rows) * inner * cols < 16777216.0) return 1;
   cpu_set_t allowed;
   const int cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0
                        ? CPU_COUNT(&allowed)
                        : static_cast<int>(std::thread::hardware_concurrency());
   return std::max(1, std::min({kMostThreads, cpus, rows}));
-}
-
-int threads_for_product(int rows, int inner, int cols) {
-  return threads_for(static_cast<double>(rows) * inner * cols, rows);
 }
 
 }  // namespace

@@ -335,10 +335,11 @@ struct Workers {
   Worker student{Role::student};
   Worker reference{Role::reference};
   // The trouble that ended the student's worker first in this test case ("" when none), and
-  // whether the part under way comes after it (begin_case_part).
+  // whether it arose in the part under way (begin_case_part, end_case_part).
   std::string case_trouble;
   bool trouble_in_this_part = false;
-  bool refusing = false;
+  // A later part of the case than the one whose trouble it was: the student's calls are refused.
+  bool refusing() const { return !case_trouble.empty() && !trouble_in_this_part; }
   Worker& of(Role role) { return role == Role::student ? student : reference; }
   // The buffers whose cudaFree was held back (kit/device_memory.hpp) are freed once no worker
   // could map them.
@@ -410,7 +411,7 @@ std::vector<char> exchange(Role role, const std::string& name, std::vector<char>
   Workers& w = workers();
   std::lock_guard<std::mutex> lock(w.mutex);
   const bool student = role == Role::student;
-  if (student && w.refusing) {
+  if (student && w.refusing()) {
     throw WorkerError("stopped: in an earlier part of this test (another size or section), " +
                       w.case_trouble +
                       ", so the kit runs none of your code in the rest of this test; fix what "
@@ -436,7 +437,6 @@ void begin_case_part(bool first_part) {
   std::lock_guard<std::mutex> lock(w.mutex);
   if (first_part) w.case_trouble.clear();
   w.trouble_in_this_part = false;
-  w.refusing = !first_part && !w.case_trouble.empty();
 }
 
 void end_case_part(bool part_failed) {
