@@ -67,6 +67,11 @@ def moved_tests(base: dict, head: dict, name: str) -> list[str]:
             lines.append(f"{test}: in one of the two only")
         elif abs(a["points"] - b["points"]) > 1e-9:
             lines.append(f"{test}: {a['points']:g} ({a['status']}) -> {b['points']:g} ({b['status']})")
+            # What the side that lost points reported (benches since it is kept), so that a
+            # machine's trouble is told from a change of the kit without another run.
+            lower, side = (a, "base") if a["points"] < b["points"] else (b, "head")
+            if lower.get("why"):
+                lines.append(f"  {side}: {lower['why']}")
     return lines
 
 

@@ -29,7 +29,7 @@ from ..pipeline.collect import submission_from_files
 from ..pipeline.grade import Engine, GradeOptions
 from ..pipeline.report import format_points, text_table
 from ..pipeline.run import Status
-from ..pipeline.score import SubmissionScore
+from ..pipeline.score import SubmissionScore, TestScore
 from ..progress import PlainProgress
 from ..rubric import Kit, Lab
 from .mutants import sample_students
@@ -466,6 +466,18 @@ def _pass_json(p: Pass) -> dict:
 def _test_points(score: SubmissionScore) -> dict[str, dict]:
     return {
         f"lab{lab.lab_id} {test.name}": {"points": test.points, "status": str(test.status)}
+        | ({"why": _why(test)} if not test.full_marks else {})
         for lab in score.labs
         for test in lab.tests
     }
+
+
+def _why(test: TestScore) -> str:
+    """The first line of what a test that lost points reported, cut at 240 characters: enough to
+    tell a student's mistake from a machine's trouble when a total moves between two benches (a
+    pass in which the GPU stalled failed tests that pass in every other)."""
+    for text in test.reasons + test.details:
+        line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+        if line:
+            return line if len(line) <= 240 else line[:239] + "…"
+    return ""

@@ -49,6 +49,9 @@ def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_p
     tests = report["passes"][1]["tests"]["lab02-broken-copy1"]  # each test's points, for a comparison
     assert sum(t["points"] for t in tests.values()) == report["passes"][1]["totals"]["lab02-broken-copy1"]
     assert any(t["status"] != "passed" for t in tests.values()) and all(k.startswith("lab02 ") for k in tests)
+    # A test that lost points keeps the first line of what it reported; one with full marks keeps none.
+    assert all(("why" in t) == (t["status"] != "passed" or t["points"] == 0) for t in tests.values())
+    assert any(t.get("why") for t in tests.values())
     # No GPU in the fake kit: its GPU tests run on CPU slots, so a GPU did nothing all along.
     engine = report["passes"][1]
     assert engine["wall_s"] > 0 and abs(engine["gpu_idle_s"] - engine["wall_s"]) <= 0.01

@@ -38,15 +38,18 @@ def test_a_total_that_moved_names_the_tests_that_moved_it_where_both_benches_kep
     }
     head["tests"] = {
         "lab04-b": {
-            "lab04 loads": {"points": 0, "status": "failed"},
+            "lab04 loads": {"points": 0, "status": "failed", "why": "the probe failed under Nsight Compute"},
             "lab04 speed": {"points": 4, "status": "passed"},
         }
     }
     lines = compare(base, head, "fa867ec")
     at = lines.index("  lab04-b: 88 -> 83")
     assert lines[at + 1] == "    lab04 loads: 5 (passed) -> 0 (failed)"
+    assert (
+        lines[at + 2] == "      head: the probe failed under Nsight Compute"
+    )  # what the side that lost said
     assert "speed" not in " ".join(lines)  # a test that did not move is not listed
-    assert lines[at + 2] == "  lab05-c: 99 -> 99.5"  # the base kept no tests for this student
+    assert lines[at + 3] == "  lab05-c: 99 -> 99.5"  # the base kept no tests for this student
 
 
 def test_the_engine_pass_is_read_from_bench_json(tmp_path: Path) -> None:
