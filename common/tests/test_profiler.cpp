@@ -71,6 +71,31 @@ TEST_CASE("profiler finds no count where ncu could not profile", "[common]") {
             .empty());
 }
 
+TEST_CASE("a failed count's message keeps the probe's explanation and drops ncu's rows",
+          "[common]") {
+  // As ncu wrote it for lab 05's N_strip_without_phase_offset on an H200: its rows come after
+  // the probe has ended, so the plain tail of the output was rows only.
+  kit::profiler::Profile p;
+  p.run.output =
+      "==WARNING== Note: Running with uncontrolled GPU caches.\n"
+      "==PROF== Connected to process 5449 (lab05_probe)\n"
+      "kit-probe-result: wrong\n"
+      "lab05_probe: width 256, TILE_WIDTH 16: P[0][0] is 2.000000, expected 7\n"
+      "==PROF== Disconnected from process 5449\n"
+      "==WARNING== No kernels were profiled.\n"
+      "==ERROR== The application returned an error code (4).\n" +
+      kHeader +
+      row(0, "_ZN5lab0521dynamic_matmul_kernelILi16EEEvPKfS2_Pfiiii", kit::profiler::kGlobalLoads,
+          "65,536");
+  CHECK(p.explanation(4) ==
+        "| lab05_probe: width 256, TILE_WIDTH 16: P[0][0] is 2.000000, expected 7\n"
+        "| ==WARNING== No kernels were profiled.\n"
+        "| ==ERROR== The application returned an error code (4).\n");
+  CHECK(p.explanation(1) == "| ==ERROR== The application returned an error code (4).\n");
+  CHECK_THAT(kit::sanitizer::tail(p.run.output, 4),
+             !Catch::Matchers::ContainsSubstring("expected 7"));
+}
+
 TEST_CASE("profiler splits csv fields with quoted commas and quotes", "[common]") {
   const auto fields = kit::profiler::csv_fields("\"a\",\"b, c\",d,\"say \"\"hi\"\"\"\r");
   REQUIRE(fields.size() == 4);

@@ -88,7 +88,7 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
     FAIL(lesson.kernel << " at TILE_WIDTH " << trials[std::min(right, trials.size() - 1)].tile
                        << ", width " << width
                        << " computed a wrong P, so its loads were not judged:\n"
-                       << sanitizer::tail(p.run.output, 4)
+                       << p.explanation(4)
                        << "hint: make the correctness tests pass first; this test counts the "
                           "loads only of a kernel that computes P.");
   }
@@ -105,7 +105,7 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
     }
     FAIL("the probe failed under Nsight Compute (exit code "
          << p.run.exit_code << "; " << right << " of " << trials.size() << " trials finished):\n"
-         << sanitizer::tail(p.run.output)
+         << p.explanation()
          << "hint: the kernel or its launch failed; the correctness tests show how.");
   }
   double worst = 0.0;
@@ -118,7 +118,7 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
     if (per_trial[i].empty()) {
       FAIL("P came out right, but Nsight Compute saw no kernel launched at TILE_WIDTH "
            << trial.tile << ":\n"
-           << sanitizer::tail(p.run.output, 6)
+           << p.explanation(6)
            << "hint: P was computed without a kernel (on the host?); the lab asks for "
            << lesson.kernel << " to compute it on the GPU.");
     }

@@ -66,6 +66,26 @@ struct Profile {
     if (groups.back().empty()) groups.pop_back();
     return groups;
   }
+  // The run's output without ncu's CSV rows, its ==PROF== lines and its notes on caches and clocks
+  // (==WARNING== Note: Running with ...; a warning such as "No kernels were profiled" stays), its
+  // last `limit` lines, for a failure message: the probe's own explanation (which element of P was
+  // wrong, and what it held) and ncu's errors; the probe's result markers are left out too. ncu
+  // prints its rows after the probe has ended, so the plain tail of a failed run was rows of
+  // counts, and the probe's explanation was cut off.
+  std::string explanation(int limit = 8) const {
+    std::istringstream in(run.output);
+    std::string kept;
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '"' || line.rfind("==PROF==", 0) == 0 ||
+          (line.rfind("==WARNING==", 0) == 0 &&
+           line.find("Note: Running with") != std::string::npos) ||
+          line == probe::kResultRight || line == probe::kResultWrong) {
+        continue;
+      }
+      kept += line + "\n";
+    }
+    return sanitizer::tail(kept, limit);
+  }
   // How many trials ended with the kit's marker: those the probe finished.
   std::size_t trials_finished() const {
     std::size_t markers = 0;
@@ -278,7 +298,7 @@ inline std::string unusable_reason(const std::string& ncu, const std::string& me
   if (self.run.exit_code == 0 && !self.kernels.empty()) return "";
   return "Nsight Compute cannot count " + metric +
          " on this machine: its run of the probe's own kernel gave no count (exit code " +
-         std::to_string(self.run.exit_code) + "):\n" + sanitizer::tail(self.run.output, 8);
+         std::to_string(self.run.exit_code) + "):\n" + self.explanation();
 }
 
 }  // namespace kit::profiler

@@ -476,7 +476,7 @@ TEST_CASE("each launch asks for exactly the dynamic shared memory its configurat
     }
     FAIL("the probe launched " << launches.size() << " configurations; Nsight Compute saw "
                                << kernels.size() << " launches of dynamic_matmul_kernel:\n"
-                               << kit::sanitizer::tail(p.run.output, 8)
+                               << p.explanation()
                                << "hint: launch_dynamic_matmul must launch dynamic_matmul_kernel "
                                   "exactly once per call; the correctness tests show whether it "
                                   "runs.");
