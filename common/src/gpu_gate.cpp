@@ -3,11 +3,15 @@
 #include <errno.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace kit {
 namespace {
@@ -34,9 +38,58 @@ Gate gate_from_environment() {
   return gate;
 }
 
+int profiling_hold_limit_s() {
+  if (const char* text = std::getenv("KIT_PROFILING_HOLD_LIMIT_S")) {
+    const long seconds = std::strtol(text, nullptr, 10);
+    if (seconds > 0) return static_cast<int>(seconds);
+  }
+  return kProfilingHoldLimitS;
+}
+
+// Ends the process when a profiling hold outlasts its limit (kit::kProfiledTooLong says why).
+// Its thread waits for the hold's end or the limit, whichever comes first; the hold's end joins
+// it, so no thread outlives the hold.
+class HoldWatch {
+ public:
+  explicit HoldWatch(int seconds) : thread_([this, seconds] { watch(seconds); }) {}
+  ~HoldWatch() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ended_ = true;
+    }
+    ended_changed_.notify_all();
+    thread_.join();
+  }
+  HoldWatch(const HoldWatch&) = delete;
+  HoldWatch& operator=(const HoldWatch&) = delete;
+
+ private:
+  void watch(int seconds) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (ended_changed_.wait_for(lock, std::chrono::seconds(seconds), [this] { return ended_; })) {
+      return;
+    }
+    // write(2), not stdio: whatever holds stdout's or stderr's lock (the student's code, stuck)
+    // must not keep this from being said.
+    const std::string said =
+        "\nkit: a kernel under Nsight Compute did not finish within " + std::to_string(seconds) +
+        " s, so the probe stopped itself: a kernel being profiled holds up every other process "
+        "on the GPU until it ends (look for a loop whose end is never reached, or a barrier that "
+        "not every thread of a block reaches)\n";
+    [[maybe_unused]] const ssize_t written = ::write(2, said.data(), said.size());
+    std::_Exit(kProfiledTooLong);
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ended_changed_;
+  bool ended_ = false;
+  std::thread thread_;  // last: it starts once the members it uses exist
+};
+
 std::mutex holds_mutex;
 int holds = 0;
-Gate held;  // the gate the outermost hold asked through
+Gate held;                         // the gate the outermost hold asked through
+std::unique_ptr<HoldWatch> watch;  // the outermost hold's, where it is a profiling one
 
 void send(int fd, char byte) {
   ssize_t written;
@@ -86,12 +139,16 @@ ExclusiveGpu::ExclusiveGpu(GpuUse use) {
     if (held.request >= 0) {
       ask_and_wait(held, use == GpuUse::alone ? 'A' : 'P', "give this test the GPU to itself");
     }
+    // Counted from the turn's grant, so that the wait for it is not: a class's queue for the
+    // turn can be long, a profiled run's own seconds are few.
+    if (use == GpuUse::profiling) watch = std::make_unique<HoldWatch>(profiling_hold_limit_s());
   }
   ++holds;
 }
 
 ExclusiveGpu::~ExclusiveGpu() {
   std::lock_guard<std::mutex> lock(holds_mutex);
+  if (holds == 1) watch.reset();  // before the turn is given back
   if (--holds == 0 && held.request >= 0) {
     const char done = 'R';
     // Nothing to do on failure: the grader closes the window when the process ends anyway.

@@ -19,6 +19,18 @@ namespace kit {
 
 enum class GpuUse { alone, profiling };
 
+// A profiling hold is one kernel's run or a few, under Nsight Compute: about 1-3 s on an H200,
+// 15 s at the most seen in a class (bench/RESULTS.md). But a kernel being profiled holds up every
+// other process's kernels on the GPU until it ends (there, a tiny kernel of another process
+// waited 4.0 s beside a profiled one of 6 s; "A profiled kernel holds up the GPU"), so a kernel
+// that never ends would stall every classmate's tests on the GPU until its test's time limit.
+// Where a profiling hold lasts longer than this many seconds after its grant
+// (KIT_PROFILING_HOLD_LIMIT_S overrides it, for the kit's tests), the process says so on its
+// standard error and ends at once with kProfiledTooLong, which ends its kernels too; Nsight
+// Compute then returns, and the test that ran it fails with what the process said.
+constexpr int kProfilingHoldLimitS = 30;
+constexpr int kProfiledTooLong = 5;
+
 // Between two test cases of one judge process (the grader runs a lab's shareable tests in one,
 // grader/pipeline/run.py): under the grader it writes 'C' on the gate and waits for 'G', which the
 // grader holds back while its GPU is being emptied for another process's measurement, so that a
