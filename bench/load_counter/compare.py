@@ -1,0 +1,225 @@
+"""Global loads counted two ways, on a GPU: Nsight Compute (what the locality tests read today)
+and the load counter of this folder (README.md). Builds the counter and the labs' probes, then
+prints, for the reference and a few mutants, each probe's loads modes counted both ways, how long
+each run took, and what eight counter runs at once do. Run from the kit's root:
+    python3 bench/load_counter/compare.py --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+METRIC = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+PROBES = {"03": "lab03_probe", "04": "lab04_probe", "05": "lab05_probe"}
+MODES = ("loads-16", "loads-32")
+MUTANTS = ("no_shared_memory", "tiles_loaded_but_M_read_from_global")  # lab 03's, by name
+
+
+def sanitizer_dir() -> Path:
+    """Where the Compute Sanitizer API's headers and library are: KIT_SANITIZER_DIR, else beside
+    compute-sanitizer, else the toolkit's usual folder."""
+    tool = shutil.which("compute-sanitizer")
+    candidates = [Path(os.environ["KIT_SANITIZER_DIR"])] if os.environ.get("KIT_SANITIZER_DIR") else []
+    candidates += [Path(os.path.realpath(tool)).parent] if tool else []
+    candidates += [Path("/usr/local/cuda/compute-sanitizer")]
+    for folder in candidates:
+        if (folder / "include" / "sanitizer.h").is_file():
+            return folder
+    sys.exit(
+        f"no include/sanitizer.h in {', '.join(map(str, candidates))}: the Compute Sanitizer API is needed"
+    )
+
+
+def build_counter(work: Path) -> Path:
+    san = sanitizer_dir()
+    found = [
+        p for p in (san / "libsanitizer-public.so", san / "lib" / "libsanitizer-public.so") if p.is_file()
+    ]
+    if not found:
+        sys.exit(f"no libsanitizer-public.so in {san} or {san / 'lib'}")
+    lib = found[0]
+    subprocess.run(
+        [
+            "nvcc",
+            "--fatbin",
+            "--keep-device-functions",
+            "-Xptxas",
+            "--compile-as-tools-patch",
+            "-arch=sm_90",
+            f"-I{san / 'include'}",
+            str(HERE / "load_count_patch.cu"),
+            "-o",
+            str(work / "load_count_patch.fatbin"),
+        ],
+        check=True,
+    )
+    subprocess.run(
+        [
+            "g++",
+            "-std=c++17",
+            "-O2",
+            "-fPIC",
+            "-shared",
+            f"-I{san / 'include'}",
+            "-I/usr/local/cuda/include",
+            str(HERE / "load_counter.cpp"),
+            "-o",
+            str(work / "libkit_load_counter.so"),
+            f"-L{lib.parent}",
+            "-lsanitizer-public",
+            f"-Wl,-rpath,{lib.parent}",
+            "-ldl",
+        ],
+        check=True,
+    )
+    return work / "libkit_load_counter.so"
+
+
+def build_probes(kit: Path, build: Path, kernels: str, labs: list[str]) -> None:
+    subprocess.run(
+        [
+            "cmake",
+            "-S",
+            str(kit),
+            "-B",
+            str(build),
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DCMAKE_CUDA_ARCHITECTURES=90",
+            f"-DKIT_KERNELS={kernels}",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    subprocess.run(
+        ["cmake", "--build", str(build), "-j", "16", "--target", *[PROBES[lab] for lab in labs]],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def student_kernel(name: str) -> bool:
+    return not (name.startswith("kit::") or name.startswith("_ZN3kit") or "trial_end" in name)
+
+
+def with_ncu(probe: Path, mode: str) -> tuple[float | None, float, str]:
+    start = time.monotonic()
+    run = subprocess.run(
+        [
+            "ncu",
+            "--metrics",
+            METRIC,
+            "--csv",
+            "--print-units",
+            "base",
+            "--clock-control",
+            "none",
+            "--cache-control",
+            "none",
+            "--print-kernel-base",
+            "mangled",
+            str(probe),
+            mode,
+        ],
+        capture_output=True,
+        text=True,
+    )
+    seconds = time.monotonic() - start
+    lines = [line for line in run.stdout.splitlines() if line.startswith('"')]
+    total = None
+    for row in csv.DictReader(io.StringIO("\n".join(lines))):
+        if row.get("Metric Name") == METRIC and student_kernel(row.get("Kernel Name", "")):
+            total = (total or 0.0) + float(row["Metric Value"].replace(",", ""))
+    return total, seconds, (run.stdout + run.stderr)[-400:] if total is None else ""
+
+
+def with_counter(probe: Path, mode: str, counter: Path) -> tuple[float | None, float, str]:
+    env = dict(os.environ, CUDA_INJECTION64_PATH=str(counter))
+    start = time.monotonic()
+    run = subprocess.run([str(probe), mode], capture_output=True, text=True, env=env)
+    seconds = time.monotonic() - start
+    if "==KIT-LOADS-ERROR==" in run.stderr or run.returncode != 0:
+        return None, seconds, (run.stdout + run.stderr)[-400:]
+    total = None
+    for line in run.stderr.splitlines():
+        if line.startswith("==KIT-LOADS== "):
+            _grid, rest = line.removeprefix("==KIT-LOADS== ").split(",", 1)
+            name, warp_loads, _threads = rest.rsplit(",", 2)  # a kernel's name may hold commas
+            if student_kernel(name):
+                total = (total or 0.0) + float(warp_loads)
+    return total, seconds, "" if total is not None else (run.stdout + run.stderr)[-400:]
+
+
+def compare(label: str, probe: Path, counter: Path, out: list[str]) -> None:
+    for mode in MODES:
+        ncu, ncu_s, ncu_why = with_ncu(probe, mode)
+        mine, mine_s, mine_why = with_counter(probe, mode, counter)
+        same = "same" if ncu is not None and ncu == mine else "DIFFERENT"
+        line = f"{label:45s} {mode:9s} ncu {ncu} ({ncu_s:.2f} s)  counter {mine} ({mine_s:.2f} s)  {same}"
+        print(line, flush=True)
+        out.append(line)
+        for why in (ncu_why, mine_why):
+            if why:
+                print("    " + why.replace("\n", "\n    "), flush=True)
+
+
+def mutant_kits(work: Path) -> list[tuple[str, str, Path]]:
+    sys.path.insert(0, str(ROOT))
+    from grader.rubric import load_kit
+    from grader.staff.mutants import find_mutants
+
+    kit = load_kit(ROOT)
+    found = []
+    for mutant in find_mutants(kit, [lab for lab in kit.labs if lab.id == "03"]):
+        if mutant.name not in MUTANTS:
+            continue
+        copy = work / f"kit-{mutant.name}"
+        copy.mkdir()
+        subprocess.run(f"git -C '{ROOT}' archive HEAD | tar -x -C '{copy}'", shell=True, check=True)
+        (copy / "labs" / mutant.lab.slug / mutant.kit_file).write_bytes(mutant.source)
+        found.append((mutant.name, mutant.lab.id, copy))
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="load-counter-") as folder:
+        work = Path(folder)
+        counter = build_counter(work)
+        build_probes(ROOT, work / "reference", "reference", list(PROBES))
+        for lab, program in PROBES.items():
+            compare(f"reference, lab {lab}", work / "reference" / "bin" / program, counter, lines)
+        for name, lab, kit in mutant_kits(work):
+            build_probes(kit, work / f"build-{name}", "student", [lab])
+            compare(f"lab {lab} {name}", work / f"build-{name}" / "bin" / PROBES[lab], counter, lines)
+        probe = work / "reference" / "bin" / PROBES["03"]
+        start = time.monotonic()
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(lambda _: with_counter(probe, "loads-16", counter), range(8)))
+        line = (
+            f"eight counter runs of lab03_probe loads-16 at once: {time.monotonic() - start:.2f} s, "
+            f"counts {sorted({r[0] for r in results}, key=str)}, each {[round(r[1], 2) for r in results]}"
+        )
+        print(line)
+        lines.append(line)
+    (args.out / "load_counter.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
