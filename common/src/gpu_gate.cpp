@@ -71,11 +71,14 @@ class HoldWatch {
     }
     // write(2), not stdio: whatever holds stdout's or stderr's lock (the student's code, stuck)
     // must not keep this from being said.
+    // What was observed, not a cause: a kernel that never ends does this, and so does a GPU
+    // that stalls under everyone (bench/RESULTS.md, "A GPU that stalled during a bench").
     const std::string said =
-        "\nkit: a kernel under Nsight Compute did not finish within " + std::to_string(seconds) +
-        " s, so the probe stopped itself: a kernel being profiled holds up every other process "
-        "on the GPU until it ends (look for a loop whose end is never reached, or a barrier that "
-        "not every thread of a block reaches)\n";
+        "\nkit: the profiled run had not finished " + std::to_string(seconds) +
+        " s after it began to profile, so the probe stopped itself: a kernel being profiled "
+        "holds up every other process on the GPU until it ends. A kernel that never ends (a loop "
+        "whose end is never reached, a barrier that not every thread of a block reaches) does "
+        "this; the correctness tests show whether yours ends.\n";
     [[maybe_unused]] const ssize_t written = ::write(2, said.data(), said.size());
     std::_Exit(kProfiledTooLong);
   }

@@ -27,7 +27,9 @@ enum class GpuUse { alone, profiling };
 // Where a profiling hold lasts longer than this many seconds after its grant
 // (KIT_PROFILING_HOLD_LIMIT_S overrides it, for the kit's tests), the process says so on its
 // standard error and ends at once with kProfiledTooLong, which ends its kernels too; Nsight
-// Compute then returns, and the test that ran it fails with what the process said.
+// Compute then returns, and the test that ran it fails with what the process said. The watch
+// follows the outermost hold of the process, which the probes take from one thread; a profiling
+// hold inside another kind of hold (the GPU alone, where nothing else runs) is not watched.
 constexpr int kProfilingHoldLimitS = 30;
 constexpr int kProfiledTooLong = 5;
 

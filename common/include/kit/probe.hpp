@@ -13,8 +13,9 @@
 
 namespace kit::probe {
 
-// A probe's exit codes: 0 done, 1 a CUDA error or an exception, 2 usage, and this one for a
-// result that is wrong or was never written.
+// A probe's exit codes: 0 done, 1 a CUDA error or an exception, 2 usage, this one for a result
+// that is wrong or was never written, and kit::kProfiledTooLong (5, kit/gpu_gate.hpp) for a
+// profiled run that held the GPU's profiler turn past its limit.
 constexpr int kWrongResult = kit::sanitizer::kWrongResult;
 
 struct Mode {

@@ -9,7 +9,7 @@
 //   lab03_probe loads-32          and <32>, for Nsight Compute to count its global loads (the
 //                                 locality test); the result must be exactly M * N
 // Exit codes: 0 done, 1 a CUDA error or exception, 2 usage, 4 a wrong transpose or matrix
-// product, or an unwritten element of P.
+// product, or an unwritten element of P, 5 a profiled run held past kit::kProfilingHoldLimitS.
 #include <cuda_runtime.h>
 
 #include <cstddef>

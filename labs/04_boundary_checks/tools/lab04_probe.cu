@@ -9,7 +9,7 @@
 //   lab04_probe loads-32   <32>, for Nsight Compute to count its global loads (the locality
 //                          test); the result must be exactly M * N
 // Exit codes: 0 done, 1 a CUDA error or exception, 2 usage, 4 an unwritten element of P (or a
-// wrong one, in the loads modes).
+// wrong one, in the loads modes), 5 a profiled run held past kit::kProfilingHoldLimitS.
 #include <cuda_runtime.h>
 
 #include <cstddef>
