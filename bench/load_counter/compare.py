@@ -21,7 +21,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-METRIC = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+# The metric the locality tests read (kit::profiler::kGlobalLoads), and the L1's requests for
+# global loads beside it.
+_PROFILER = (ROOT / "common" / "include" / "kit" / "profiler.hpp").read_text(encoding="utf-8")
+METRIC = _PROFILER.split('kGlobalLoads = "', 1)[1].split('"', 1)[0]
+REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
 PROBES = {"03": "lab03_probe", "04": "lab04_probe", "05": "lab05_probe"}
 MODES = ("loads-16", "loads-32")
 MUTANTS = ("no_shared_memory", "tiles_loaded_but_M_read_from_global")  # lab 03's, by name
@@ -113,13 +117,13 @@ def student_kernel(name: str) -> bool:
     return not (name.startswith("kit::") or name.startswith("_ZN3kit") or "trial_end" in name)
 
 
-def with_ncu(probe: Path, mode: str) -> tuple[float | None, float, str]:
+def with_ncu(probe: Path, mode: str, metric: str = METRIC) -> tuple[float | None, float, str]:
     start = time.monotonic()
     run = subprocess.run(
         [
             "ncu",
             "--metrics",
-            METRIC,
+            metric,
             "--csv",
             "--print-units",
             "base",
@@ -139,13 +143,14 @@ def with_ncu(probe: Path, mode: str) -> tuple[float | None, float, str]:
     lines = [line for line in run.stdout.splitlines() if line.startswith('"')]
     total = None
     for row in csv.DictReader(io.StringIO("\n".join(lines))):
-        if row.get("Metric Name") == METRIC and student_kernel(row.get("Kernel Name", "")):
+        if row.get("Metric Name") == metric and student_kernel(row.get("Kernel Name", "")):
             total = (total or 0.0) + float(row["Metric Value"].replace(",", ""))
     return total, seconds, (run.stdout + run.stderr)[-400:] if total is None else ""
 
 
 def with_counter(probe: Path, mode: str, counter: Path) -> tuple[float | None, float, str]:
-    env = dict(os.environ, CUDA_INJECTION64_PATH=str(counter))
+    # Every module loaded at the start, so that none is loaded lazily past the patching.
+    env = dict(os.environ, CUDA_INJECTION64_PATH=str(counter), CUDA_MODULE_LOADING="EAGER")
     start = time.monotonic()
     run = subprocess.run([str(probe), mode], capture_output=True, text=True, env=env)
     seconds = time.monotonic() - start
@@ -164,9 +169,13 @@ def with_counter(probe: Path, mode: str, counter: Path) -> tuple[float | None, f
 def compare(label: str, probe: Path, counter: Path, out: list[str]) -> None:
     for mode in MODES:
         ncu, ncu_s, ncu_why = with_ncu(probe, mode)
+        requests, _, _ = with_ncu(probe, mode, REQUESTS)
         mine, mine_s, mine_why = with_counter(probe, mode, counter)
         same = "same" if ncu is not None and ncu == mine else "DIFFERENT"
-        line = f"{label:45s} {mode:9s} ncu {ncu} ({ncu_s:.2f} s)  counter {mine} ({mine_s:.2f} s)  {same}"
+        line = (
+            f"{label:45s} {mode:9s} ncu {ncu} ({ncu_s:.2f} s; L1 requests {requests})  "
+            f"counter {mine} ({mine_s:.2f} s)  {same}"
+        )
         print(line, flush=True)
         out.append(line)
         for why in (ncu_why, mine_why):

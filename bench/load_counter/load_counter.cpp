@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -20,8 +21,13 @@
 
 namespace {
 
-std::mutex mutex;                  // the API's patching calls must be serialized
+std::recursive_mutex patching;     // the API's patching calls must be serialized
 std::set<CUcontext> with_patches;  // contexts the patch module was loaded into
+bool adding_patches = false;       // loading the patch module itself is not patched
+
+std::mutex launches_mutex;
+// Each launch's counts, in device memory from its begin to its end.
+std::map<Sanitizer_LaunchHandle, kit_load_counter::Counts*> launches;
 
 bool ok(SanitizerResult result, const char* call) {
   if (result == SANITIZER_SUCCESS) return true;
@@ -43,11 +49,15 @@ std::string patch_path() {
 }
 
 void module_loaded(const Sanitizer_ResourceModuleData& data) {
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (with_patches.insert(data.context).second &&
-      !ok(sanitizerAddPatchesFromFile(patch_path().c_str(), data.context),
-          "sanitizerAddPatchesFromFile")) {
-    return;
+  // Recursive, and the flag: whether loading the patches reports a module loaded is not said.
+  const std::lock_guard<std::recursive_mutex> lock(patching);
+  if (adding_patches) return;
+  if (with_patches.insert(data.context).second) {
+    adding_patches = true;
+    const bool added = ok(sanitizerAddPatchesFromFile(patch_path().c_str(), data.context),
+                          "sanitizerAddPatchesFromFile");
+    adding_patches = false;
+    if (!added) return;
   }
   if (ok(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, data.module,
                                     "kit_count_global_access"),
@@ -55,9 +65,6 @@ void module_loaded(const Sanitizer_ResourceModuleData& data) {
     ok(sanitizerPatchModule(data.module), "sanitizerPatchModule");
   }
 }
-
-// One launch's counts live in device memory from its begin to its end.
-kit_load_counter::Counts* current = nullptr;
 
 void launch_begin(const Sanitizer_LaunchData& launch) {
   void* counts = nullptr;
@@ -72,22 +79,30 @@ void launch_begin(const Sanitizer_LaunchData& launch) {
     sanitizerFree(launch.context, counts);
     return;
   }
-  current = static_cast<kit_load_counter::Counts*>(counts);
+  const std::lock_guard<std::mutex> lock(launches_mutex);
+  launches[launch.hLaunch] = static_cast<kit_load_counter::Counts*>(counts);
 }
 
 void launch_end(const Sanitizer_LaunchData& launch) {
-  if (current == nullptr) return;
+  kit_load_counter::Counts* device = nullptr;
+  {
+    const std::lock_guard<std::mutex> lock(launches_mutex);
+    const auto found = launches.find(launch.hLaunch);
+    if (found == launches.end()) return;
+    device = found->second;
+    launches.erase(found);
+  }
   kit_load_counter::Counts counts{};
+  // The header calls the end "complete" without saying the kernel has finished: wait for it.
   if (ok(sanitizerStreamSynchronize(launch.hStream), "sanitizerStreamSynchronize") &&
-      ok(sanitizerMemcpyDeviceToHost(&counts, current, sizeof counts, launch.hStream),
+      ok(sanitizerMemcpyDeviceToHost(&counts, device, sizeof counts, launch.hStream),
          "sanitizerMemcpyDeviceToHost")) {
     std::fprintf(stderr, "==KIT-LOADS== %llu,%s,%llu,%llu\n",
                  static_cast<unsigned long long>(launch.gridId),
                  launch.functionName != nullptr ? launch.functionName : "?", counts.warp_loads,
                  counts.thread_loads);
   }
-  sanitizerFree(launch.context, current);
-  current = nullptr;
+  sanitizerFree(launch.context, device);
 }
 
 void SANITIZERAPI on_event(void* /*userdata*/, Sanitizer_CallbackDomain domain,
@@ -103,7 +118,8 @@ void SANITIZERAPI on_event(void* /*userdata*/, Sanitizer_CallbackDomain domain,
 
 }  // namespace
 
-// Called by the CUDA driver when it loads this library (CUDA_INJECTION64_PATH).
+// Called by the CUDA driver when it loads this library (CUDA_INJECTION64_PATH). NVIDIA's
+// injection samples return 1 for success; the sanitizer's headers do not document this entry.
 extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   Sanitizer_SubscriberHandle subscriber = nullptr;
   if (!ok(sanitizerSubscribe(&subscriber, on_event, nullptr), "sanitizerSubscribe") ||
@@ -111,7 +127,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
           "sanitizerEnableDomain") ||
       !ok(sanitizerEnableDomain(1, subscriber, SANITIZER_CB_DOMAIN_LAUNCH),
           "sanitizerEnableDomain")) {
-    return 1;
+    return 0;
   }
-  return 0;
+  return 1;
 }
