@@ -142,6 +142,27 @@ def turns_beside_starts(spans: list[Span]) -> tuple[list[float], list[float]]:
     return quiet, beside
 
 
+def repeated_turns(spans: list[Span]) -> tuple[int, int, int]:
+    """(test processes that took more than one profiler turn, the turns past each one's first,
+    turns under 0.7 s that began within 0.05 s of another's end on their GPU). A test process
+    takes another turn for another run of Nsight Compute: a count that runs its own modes after a
+    shared run, the self-test after a run with no count, or a run tried again after "a driver
+    resource was unavailable", which fails at once. The short turns right after another are what
+    such a failure looked like in the H200 timelines (bench/RESULTS.md, "H200, 2026-11-28, the
+    experiment run"); the timeline cannot say which they were."""
+    turns = sorted((span for span in spans if span.kind == "profiler"), key=lambda span: span.start)
+    per_process: dict[tuple[str | None, str | None], int] = {}
+    for turn in turns:
+        per_process[(turn.who, turn.key)] = per_process.get((turn.who, turn.key), 0) + 1
+    again = [count for count in per_process.values() if count > 1]
+    short = 0
+    for i, turn in enumerate(turns):
+        before = [t.end for t in turns[:i] if t.gpu == turn.gpu and t.end <= turn.start + 1e-9]
+        if turn.end - turn.start < 0.7 and before and turn.start - max(before) <= 0.05:
+            short += 1
+    return len(again), sum(count - 1 for count in again), short
+
+
 def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[SyntheticStudent]) -> Pass:
     by_id = {student.student_id: student for student in students}
     jobs = [
@@ -339,6 +360,11 @@ def run_bench(
         print(
             "  turns with no test process starting on their GPU near their start: "
             f"{_count_and_median(quiet)}; with one or more: {_count_and_median(beside)}"
+        )
+        processes, extra, short = repeated_turns(engine.spans)
+        print(
+            f"  test processes that took more than one turn: {processes} ({extra} turns past their "
+            f"first); turns under 0.7 s that began as another ended: {short}"
         )
     print(
         f"GPU idle (no test process running, no window open): {engine.timeline.gpu_idle_seconds:.1f} s "

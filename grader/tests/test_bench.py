@@ -13,6 +13,7 @@ from grader.staff.bench import (
     longest_runs,
     profiler_time,
     profiler_turns_by_test,
+    repeated_turns,
     run_bench,
     score_differences,
     synthetic_class,
@@ -182,3 +183,18 @@ def test_profiler_turns_are_told_apart_by_test_processes_starting_on_their_gpu_n
     assert quiet == pytest.approx([1.0, 1.2])
     assert beside == [2.0, 2.5]
     assert turns_beside_starts([]) == ([], [])
+
+
+def test_turns_taken_again_are_counted_per_test_process_and_short_ones_right_after_another():
+    spans = [
+        Span("profiler", 10.0, 11.5, "0", "lab05_tests/17 tests", "ann"),
+        Span("profiler", 11.5, 11.8, "0", "lab05_tests/17 tests", "bob"),  # short, as ann's ended
+        Span("profiler", 14.0, 15.2, "0", "lab05_tests/17 tests", "bob"),  # bob's run again
+        Span("profiler", 15.2, 16.6, "0", "lab05_tests/17 tests", "ann"),  # long: a run of its own
+        Span("profiler", 16.6, 17.0, "1", "lab03_tests/loads", "cy"),  # short, but first on GPU 1
+        Span("profiler", 30.0, 30.3, "0", "lab03_tests/loads", "dee"),  # short, 13 s after the last
+        Span("profiler", 31.0, 32.0, "0", "lab03_tests/loads", "ann"),  # ann's other test: its own
+        Span("gpu", 9.0, 20.0, "0", "lab05_tests/17 tests", "ann"),  # not a turn
+    ]
+    assert repeated_turns(spans) == (2, 2, 1)
+    assert repeated_turns([]) == (0, 0, 0)
