@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -148,11 +149,23 @@ def with_ncu(probe: Path, mode: str, metric: str = METRIC) -> tuple[float | None
     return total, seconds, (run.stdout + run.stderr)[-400:] if total is None else ""
 
 
-def with_counter(probe: Path, mode: str, counter: Path) -> tuple[float | None, float, str]:
+def with_counter(
+    probe: Path, mode: str, counter: Path, confine: Callable[[list[str]], list[str]] | None = None
+) -> tuple[float | None, float, str]:
+    """`confine`: wraps the command as the grader's sandbox runs a worker (sandboxed_counter)."""
     # Every module loaded at the start, so that none is loaded lazily past the patching.
     env = dict(os.environ, CUDA_INJECTION64_PATH=str(counter), CUDA_MODULE_LOADING="EAGER")
+    command = [str(probe), mode]
+    if confine is not None:  # the sandbox passes the environment on; named in the command too
+        command = confine(
+            [
+                "/usr/bin/env",
+                *(f"{k}={env[k]}" for k in ("CUDA_INJECTION64_PATH", "CUDA_MODULE_LOADING")),
+                *command,
+            ]
+        )
     start = time.monotonic()
-    run = subprocess.run([str(probe), mode], capture_output=True, text=True, env=env)
+    run = subprocess.run(command, capture_output=True, text=True, env=env)
     seconds = time.monotonic() - start
     if "==KIT-LOADS-ERROR==" in run.stderr or run.returncode != 0:
         return None, seconds, (run.stdout + run.stderr)[-400:]
@@ -164,6 +177,24 @@ def with_counter(probe: Path, mode: str, counter: Path) -> tuple[float | None, f
             if student_kernel(name):
                 total = (total or 0.0) + float(warp_loads)
     return total, seconds, "" if total is not None else (run.stdout + run.stderr)[-400:]
+
+
+def sandboxed_counter(work: Path, probe: Path, counter: Path) -> Callable[[list[str]], list[str]] | None:
+    """The grader's sandbox as it runs a worker, showing the probe's and the counter's folders and
+    the toolkit's read-only (the kit's build is hidden from a worker: README.md), or None where
+    the sandbox cannot be set up here."""
+    sys.path.insert(0, str(ROOT))
+    from grader.confine.sandbox import detect, tool_folders
+
+    check = detect(tools=tool_folders(ROOT))
+    if check.sandbox is None:
+        print(f"no sandbox here: {check.reason}", flush=True)
+        return None
+    sandbox = check.sandbox
+    scratch = work / "sandbox-scratch"
+    scratch.mkdir(exist_ok=True)
+    folders = tuple(dict.fromkeys((probe.parent, counter.parent)))
+    return lambda command: sandbox.wrap(command, scratch, folders)
 
 
 def compare(label: str, probe: Path, counter: Path, out: list[str]) -> None:
@@ -217,6 +248,12 @@ def main() -> int:
             build_probes(kit, work / f"build-{name}", "student", [lab])
             compare(f"lab {lab} {name}", work / f"build-{name}" / "bin" / PROBES[lab], counter, lines)
         probe = work / "reference" / "bin" / PROBES["03"]
+        confine = sandboxed_counter(work, probe, counter)
+        if confine is not None:
+            count, seconds, why = with_counter(probe, "loads-16", counter, confine)
+            line = f"in the grader's sandbox, lab03_probe loads-16: counter {count} ({seconds:.2f} s) {why}"
+            print(line, flush=True)
+            lines.append(line)
         start = time.monotonic()
         with ThreadPoolExecutor(8) as pool:
             results = list(pool.map(lambda _: with_counter(probe, "loads-16", counter), range(8)))
