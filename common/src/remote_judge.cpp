@@ -116,9 +116,8 @@ class Worker {
       stop();
       end_reason_ =
           "did not finish " + name + " within " + std::to_string(call_timeout_ms() / 1000) + " s";
-      throw WorkerError(who() + " did not finish " + name + " within " +
-                        std::to_string(call_timeout_ms() / 1000) +
-                        " s and was stopped: a kernel or a loop that never ends?");
+      throw WorkerError(who() + " " + end_reason_ +
+                        " and was stopped: a kernel or a loop that never ends?");
     }
     if (!why.empty())
       throw WorkerError(ended("during " + name) + (why == "closed" ? "" : ": " + why));
@@ -165,8 +164,7 @@ class Worker {
     if (used <= cap) return;
     stop();
     end_reason_ = "held " + std::to_string(used >> 20) + " MiB of device memory during " + name;
-    throw WorkerError(who() + " held " + std::to_string(used >> 20) +
-                      " MiB of device memory during " + name + ", more than a test may (" +
+    throw WorkerError(who() + " " + end_reason_ + ", more than a test may (" +
                       std::to_string(cap >> 20) +
                       " MiB), and was stopped so that no other test on the GPU runs short: "
                       "free what you allocate, and keep local arrays small");
@@ -270,7 +268,7 @@ class Worker {
     }
     stop();
     end_reason_ = how + " " + when;
-    return who() + " " + how + " " + when +
+    return who() + " " + end_reason_ +
            " (a crash in your code, such as a null pointer or an abort; it was restarted for the "
            "next call)";
   }
