@@ -156,10 +156,12 @@ def repeated_turns(spans: list[Span]) -> tuple[int, int, int]:
         per_process[(turn.who, turn.key)] = per_process.get((turn.who, turn.key), 0) + 1
     again = [count for count in per_process.values() if count > 1]
     short = 0
-    for i, turn in enumerate(turns):
-        before = [t.end for t in turns[:i] if t.gpu == turn.gpu and t.end <= turn.start + 1e-9]
-        if turn.end - turn.start < 0.7 and before and turn.start - max(before) <= 0.05:
+    last_end: dict[str | None, float] = {}  # a GPU's turns come one at a time: the one before ended
+    for turn in turns:
+        before = last_end.get(turn.gpu)
+        if turn.end - turn.start < 0.7 and before is not None and turn.start - before <= 0.05:
             short += 1
+        last_end[turn.gpu] = turn.end
     return len(again), sum(count - 1 for count in again), short
 
 
