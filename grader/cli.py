@@ -292,6 +292,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="an experiment: while a GPU's profiler turn is held or waited for, start no test process "
         "there while K or more run (compare the profiler turns' seconds with a pass without it)",
     )
+    bench.add_argument(
+        "--ncu-loads",
+        action="store_true",
+        help="an experiment: count global loads with Nsight Compute even where the kit's load counter "
+        "was built (compare the rates, the profiler turns and the scores with a pass without it)",
+    )
     bench.add_argument("--out", metavar="DIR", type=Path, help="write bench.json there")
     bench.add_argument("--work-dir", metavar="DIR", help=argparse.SUPPRESS)
     bench.add_argument("--keep-work", action="store_true", help=argparse.SUPPRESS)
@@ -588,6 +594,7 @@ def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
         grading.grade_options(kit, args),
         exclusive_windows=not args.shared_windows,
         turn_slots=args.turn_slots,
+        load_counter=not args.ncu_loads,
     )
     only = [name.strip() for name in args.only.split(",")] if args.only else None
     if args.copies < 1 or args.repeat < 0:

@@ -198,6 +198,26 @@ if ! command -v cuobjdump >/dev/null && [[ ! -x $cuda_bin/cuobjdump ]] && ! whee
   fi
 fi
 
+# 7. The Compute Sanitizer API, optional: the kit's load counter (common/load_counter/) counts
+# the locality tests' global loads with it instead of Nsight Compute, without a profiler's turn
+# on the GPU. The toolkit has it in compute-sanitizer/include where it is complete; where it is
+# not, NVIDIA's pip wheel brings the headers and the library into the kit's .venv
+# (site-packages/nvidia/cu13/{include,lib}, found there by CMake). Without it the locality tests
+# count with Nsight Compute, as before.
+sanitizer_api_pin="nvidia-cuda-sanitizer-api==13.0.85"
+wheel_sanitizer_api() { compgen -G "$root/.venv/lib/python3*/site-packages/nvidia/cu*/include/sanitizer.h" >/dev/null; }
+if [[ ! -f $cuda_bin/../compute-sanitizer/include/sanitizer.h && -z ${KIT_SANITIZER_DIR:-} ]] && ! wheel_sanitizer_api; then
+  venv=$root/.venv
+  pip_log=$build/setup-pip-sanitizer-api.log
+  if { [[ -x $venv/bin/python ]] || python3 -m venv "$venv" >"$pip_log" 2>&1; } \
+    && "$venv/bin/python" -m pip install -q --disable-pip-version-check --retries 1 --timeout 20 \
+      "$sanitizer_api_pin" >>"$pip_log" 2>&1 && wheel_sanitizer_api; then
+    say "installed the Compute Sanitizer API ($sanitizer_api_pin) into $venv for the load counter"
+  else
+    say "note: no Compute Sanitizer API beside $cuda_bin and could not install it into $venv (offline, or no venv module; $pip_log): the locality tests count global loads with Nsight Compute"
+  fi
+fi
+
 printf '%s\n' "$python" >"$python_file"
 printf '%s\n' "$key" >"$stamp"
 if [[ $dev == 1 ]]; then

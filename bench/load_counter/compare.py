@@ -1,5 +1,6 @@
-"""Global loads counted two ways, on a GPU: Nsight Compute (what the locality tests read today)
-and the load counter of this folder (README.md). Builds the counter and the labs' probes, then
+"""Global loads counted two ways, on a GPU: Nsight Compute, and the kit's load counter
+(common/load_counter/), which the locality tests use where it was built (README.md). Builds the
+counter and the labs' probes with the kit's CMake, then
 prints, for the reference and a few mutants, each probe's loads modes counted both ways, how long
 each run took, and what eight counter runs at once do. Run from the kit's root:
     python3 bench/load_counter/compare.py --out DIR
@@ -11,17 +12,17 @@ import argparse
 import csv
 import io
 import os
-import shutil
+import secrets
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
 # The metric the locality tests read (kit::profiler::kGlobalLoads), and the L1's requests for
 # global loads beside it.
 _PROFILER = (ROOT / "common" / "include" / "kit" / "profiler.hpp").read_text(encoding="utf-8")
@@ -30,66 +31,6 @@ REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
 PROBES = {"03": "lab03_probe", "04": "lab04_probe", "05": "lab05_probe"}
 MODES = ("loads-16", "loads-32")
 MUTANTS = ("no_shared_memory", "tiles_loaded_but_M_read_from_global")  # lab 03's, by name
-
-
-def sanitizer_dir() -> Path:
-    """Where the Compute Sanitizer API's headers and library are: KIT_SANITIZER_DIR, else beside
-    compute-sanitizer, else the toolkit's usual folder."""
-    tool = shutil.which("compute-sanitizer")
-    candidates = [Path(os.environ["KIT_SANITIZER_DIR"])] if os.environ.get("KIT_SANITIZER_DIR") else []
-    candidates += [Path(os.path.realpath(tool)).parent] if tool else []
-    candidates += [Path("/usr/local/cuda/compute-sanitizer")]
-    for folder in candidates:
-        if (folder / "include" / "sanitizer.h").is_file():
-            return folder
-    sys.exit(
-        f"no include/sanitizer.h in {', '.join(map(str, candidates))}: the Compute Sanitizer API is needed"
-    )
-
-
-def build_counter(work: Path) -> Path:
-    san = sanitizer_dir()
-    found = [
-        p for p in (san / "libsanitizer-public.so", san / "lib" / "libsanitizer-public.so") if p.is_file()
-    ]
-    if not found:
-        sys.exit(f"no libsanitizer-public.so in {san} or {san / 'lib'}")
-    lib = found[0]
-    subprocess.run(
-        [
-            "nvcc",
-            "--fatbin",
-            "--keep-device-functions",
-            "-Xptxas",
-            "--compile-as-tools-patch",
-            "-arch=sm_90",
-            f"-I{san / 'include'}",
-            str(HERE / "load_count_patch.cu"),
-            "-o",
-            str(work / "load_count_patch.fatbin"),
-        ],
-        check=True,
-    )
-    subprocess.run(
-        [
-            "g++",
-            "-std=c++17",
-            "-O2",
-            "-fPIC",
-            "-shared",
-            f"-I{san / 'include'}",
-            "-I/usr/local/cuda/include",
-            str(HERE / "load_counter.cpp"),
-            "-o",
-            str(work / "libkit_load_counter.so"),
-            f"-L{lib.parent}",
-            "-lsanitizer-public",
-            f"-Wl,-rpath,{lib.parent}",
-            "-ldl",
-        ],
-        check=True,
-    )
-    return work / "libkit_load_counter.so"
 
 
 def build_probes(kit: Path, build: Path, kernels: str, labs: list[str]) -> None:
@@ -108,7 +49,16 @@ def build_probes(kit: Path, build: Path, kernels: str, labs: list[str]) -> None:
         stdout=subprocess.DEVNULL,
     )
     subprocess.run(
-        ["cmake", "--build", str(build), "-j", "16", "--target", *[PROBES[lab] for lab in labs]],
+        [
+            "cmake",
+            "--build",
+            str(build),
+            "-j",
+            "16",
+            "--target",
+            "kit_load_counter",
+            *[PROBES[lab] for lab in labs],
+        ],
         check=True,
         stdout=subprocess.DEVNULL,
     )
@@ -149,34 +99,88 @@ def with_ncu(probe: Path, mode: str, metric: str = METRIC) -> tuple[float | None
     return total, seconds, (run.stdout + run.stderr)[-400:] if total is None else ""
 
 
+# The descriptors the load counter reads its token from and writes its lines to, as the judge
+# gives them (kit::profiler::count_loads); made in the parent one run at a time.
+TOKEN_FD, LINES_FD = 1000, 1001
+_spawning = threading.Lock()
+
+
 def with_counter(
     probe: Path, mode: str, counter: Path, confine: Callable[[list[str]], list[str]] | None = None
 ) -> tuple[float | None, float, str]:
-    """`confine`: wraps the command as the grader's sandbox runs a worker (sandboxed_counter)."""
-    # Every module loaded at the start, so that none is loaded lazily past the patching.
-    env = dict(os.environ, CUDA_INJECTION64_PATH=str(counter), CUDA_MODULE_LOADING="EAGER")
-    command = [str(probe), mode]
-    if confine is not None:  # the sandbox passes the environment on; named in the command too
-        command = confine(
-            [
-                "/usr/bin/env",
-                *(f"{k}={env[k]}" for k in ("CUDA_INJECTION64_PATH", "CUDA_MODULE_LOADING")),
-                *command,
-            ]
-        )
+    """The probe's loads as the judge counts them with the kit's load counter: preloaded, its
+    token on one pipe and its lines on another. `confine`: wraps the command as the grader's
+    sandbox runs a worker (sandboxed_counter)."""
+    token = secrets.token_hex(16)
+    # Named on the probe's own command line only: a wrapper preloading the counter would take the
+    # token first.
+    settings = {
+        "LD_PRELOAD": str(counter),
+        "CUDA_INJECTION64_PATH": str(counter),
+        "CUDA_MODULE_LOADING": "EAGER",
+        "KIT_LOAD_COUNT_TOKEN_FD": str(TOKEN_FD),
+        "KIT_LOAD_COUNT_FD": str(LINES_FD),
+    }
+    command = ["/usr/bin/env", *(f"{k}={v}" for k, v in settings.items()), str(probe), mode]
+    if confine is not None:
+        command = confine(command)
+    token_read, token_write = os.pipe()
+    os.write(token_write, (token + "\n").encode())
+    os.close(token_write)
+    lines_read, lines_write = os.pipe()
     start = time.monotonic()
-    run = subprocess.run(command, capture_output=True, text=True, env=env)
+    with _spawning:
+        os.dup2(token_read, TOKEN_FD)
+        os.dup2(lines_write, LINES_FD)
+        try:
+            child = subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                pass_fds=(TOKEN_FD, LINES_FD),
+            )
+        finally:
+            for fd in (TOKEN_FD, LINES_FD, token_read, lines_write):
+                os.close(fd)
+    lines: list[bytes] = []
+    reader = threading.Thread(target=_drain, args=(lines_read, lines))
+    reader.start()
+    output, _ = child.communicate()
+    reader.join()
+    os.close(lines_read)
     seconds = time.monotonic() - start
-    if "==KIT-LOADS-ERROR==" in run.stderr or run.returncode != 0:
-        return None, seconds, (run.stdout + run.stderr)[-400:]
-    total = None
-    for line in run.stderr.splitlines():
-        if line.startswith("==KIT-LOADS== "):
-            _grid, rest = line.removeprefix("==KIT-LOADS== ").split(",", 1)
-            name, warp_loads, _threads = rest.rsplit(",", 2)  # a kernel's name may hold commas
-            if student_kernel(name):
-                total = (total or 0.0) + float(warp_loads)
-    return total, seconds, "" if total is not None else (run.stdout + run.stderr)[-400:]
+    text = b"".join(lines).decode(errors="replace")
+    total, problem = _read_lines(text, token)
+    if child.returncode != 0 or problem:
+        return None, seconds, f"exit code {child.returncode}; {problem}\n{output[-400:]}"
+    return total, seconds, ""
+
+
+def _drain(fd: int, into: list[bytes]) -> None:
+    while chunk := os.read(fd, 1 << 16):
+        into.append(chunk)
+
+
+def _read_lines(text: str, token: str) -> tuple[float, str]:
+    """The student's kernels' loads from the counter's lines, and "" or what spoils them (the
+    rules of kit::profiler::parse_counter)."""
+    total, launches, ended = 0.0, 0, False
+    for line in text.splitlines():
+        if ended or not line.startswith(token + " "):
+            return 0.0, f"unexpected line {line!r}"
+        words = line[len(token) + 1 :].split(" ", 2)
+        if words[0] == "end":
+            ended = words[1:] == [str(launches), str(launches)]
+            if not ended:
+                return 0.0, f"end line {line!r} after {launches} launches"
+            continue
+        if words[0] != str(launches + 1) or len(words) != 3:
+            return 0.0, f"malformed line {line!r}"
+        launches += 1
+        if student_kernel(words[2]):
+            total += float(words[1])
+    return (total, "") if ended else (0.0, "no end line")
 
 
 def sandboxed_counter(work: Path, probe: Path, counter: Path) -> Callable[[list[str]], list[str]] | None:
@@ -240,8 +244,10 @@ def main() -> int:
     lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="load-counter-") as folder:
         work = Path(folder)
-        counter = build_counter(work)
         build_probes(ROOT, work / "reference", "reference", list(PROBES))
+        counter = work / "reference" / "load_counter" / "libkit_load_counter.so"
+        if not counter.is_file():
+            sys.exit("the kit's build made no load counter: no Compute Sanitizer API (set KIT_SANITIZER_DIR)")
         for lab, program in PROBES.items():
             compare(f"reference, lab {lab}", work / "reference" / "bin" / program, counter, lines)
         for name, lab, kit in mutant_kits(work):

@@ -187,6 +187,31 @@ TEST_CASE("tests that share a run of Nsight Compute ask for it with the same com
 
 namespace {
 
+// Counting with Nsight Compute alone for the block's length (KIT_LOAD_COUNTER_PATH set empty),
+// as where the kit's load counter was not built: the tests of ncu's runs below.
+class NoLoadCounter {
+ public:
+  NoLoadCounter() {
+    const char* before = std::getenv("KIT_LOAD_COUNTER_PATH");
+    had_ = before != nullptr;
+    if (had_) before_ = before;
+    setenv("KIT_LOAD_COUNTER_PATH", "", 1);
+  }
+  ~NoLoadCounter() {
+    if (had_) {
+      setenv("KIT_LOAD_COUNTER_PATH", before_.c_str(), 1);
+    } else {
+      unsetenv("KIT_LOAD_COUNTER_PATH");
+    }
+  }
+  NoLoadCounter(const NoLoadCounter&) = delete;
+  NoLoadCounter& operator=(const NoLoadCounter&) = delete;
+
+ private:
+  bool had_ = false;
+  std::string before_;
+};
+
 // A stand-in for ncu in a temporary folder: for each mode of the probe it prints one count of each
 // metric it is asked for, and the kit's marker after each mode when there are several (as
 // kit::probe::main launches it). It exits with 1 at once when a metric it is asked for holds
@@ -231,6 +256,7 @@ std::string kernel_names(const std::vector<kit::profiler::KernelCount>& kernels)
 TEST_CASE("tests that share a run of Nsight Compute read it only where their own trials finished",
           "[common]") {
   // Each section has a folder of its own: profile keeps every run of its process by command.
+  const NoLoadCounter ncu_alone;
   char folder[] = "/tmp/kit-fake-ncu-XXXXXX";
   REQUIRE(mkdtemp(folder) != nullptr);
   const std::string launch = "launch__shared_mem_per_block_dynamic";
@@ -297,6 +323,7 @@ TEST_CASE("a probe that Nsight Compute killed while it held the profiler turn do
           "[common]") {
   // ncu kills its application after a kernel faults, before the probe's hold ends: this stand-in
   // asks for the turn on the gate the judge passed down, as the probe does, and is killed.
+  const NoLoadCounter ncu_alone;
   char folder[] = "/tmp/kit-fake-ncu-XXXXXX";
   REQUIRE(mkdtemp(folder) != nullptr);
   const std::string ncu = std::string(folder) + "/ncu";
@@ -320,4 +347,113 @@ TEST_CASE("a probe that Nsight Compute killed while it held the profiler turn do
   }
   CHECK(gate.asked() == "R");
   std::system(("rm -rf '" + std::string(folder) + "'").c_str());
+}
+
+TEST_CASE(
+    "the load counter's lines are read only when each carries the run's token and the end counts "
+    "them",
+    "[common]") {
+  const std::string t = "0123456789abcdef0123456789abcdef";
+  const std::string launch1 = t + " 1 65536 _ZN5lab0319tiled_matmul_kernelILi16EEvPKfS2_Pfi\n";
+  const std::string marker = t + " 2 0 _ZN3kit12_GLOBAL__N_19trial_endEv\n";
+  SECTION("a clean run: its launches in order, markers included") {
+    const kit::profiler::CounterLines c =
+        kit::profiler::parse_counter(launch1 + marker + t + " end 2 2\n", t);
+    CHECK(c.complete);
+    REQUIRE(c.kernels.size() == 2);
+    CHECK(c.kernels[0].value == 65536.0);
+    CHECK(c.kernels[0].kernel == "_ZN5lab0319tiled_matmul_kernelILi16EEvPKfS2_Pfi");
+    kit::profiler::Profile p;
+    p.kernels = c.kernels;
+    CHECK(p.trials_finished() == 1);  // the kit's marker splits trials as under ncu
+  }
+  SECTION("a kernel's name may hold spaces") {
+    const kit::profiler::CounterLines c =
+        kit::profiler::parse_counter(t + " 1 7 void f(int, float)\n" + t + " end 1 1\n", t);
+    REQUIRE(c.complete);
+    CHECK(c.kernels[0].kernel == "void f(int, float)");
+  }
+  SECTION("no clean run without its end line") {
+    const kit::profiler::CounterLines c = kit::profiler::parse_counter(launch1 + marker, t);
+    CHECK_FALSE(c.complete);
+    CHECK_THAT(c.problem, Catch::Matchers::ContainsSubstring("no end line"));
+  }
+  SECTION("a line with another token, or none, spoils the run") {
+    const std::string forged = "fedcba9876543210fedcba9876543210 1 0 _ZN5lab036forgedEv\n";
+    CHECK_FALSE(kit::profiler::parse_counter(forged + t + " end 1 1\n", t).complete);
+    CHECK_FALSE(kit::profiler::parse_counter(launch1 + " 2 0 x\n" + t + " end 2 2\n", t).complete);
+    CHECK_THAT(kit::profiler::parse_counter(launch1 + "2 0 x\n", t).problem,
+               Catch::Matchers::ContainsSubstring("without this run's token"));
+  }
+  SECTION("a launch missing, counted twice or not counted spoils the run") {
+    CHECK_FALSE(kit::profiler::parse_counter(marker + t + " end 1 1\n", t).complete);  // no 1
+    CHECK_FALSE(kit::profiler::parse_counter(launch1 + launch1 + t + " end 2 2\n", t).complete);
+    CHECK_FALSE(kit::profiler::parse_counter(launch1 + t + " end 2 1\n", t).complete);
+    CHECK_FALSE(kit::profiler::parse_counter(launch1 + t + " end 2 2\n", t).complete);
+  }
+  SECTION("an error line, or a line after the end, spoils the run") {
+    CHECK_THAT(
+        kit::profiler::parse_counter(launch1 + t + " error sanitizerAlloc: out of memory\n", t)
+            .problem,
+        Catch::Matchers::ContainsSubstring("sanitizerAlloc"));
+    CHECK_FALSE(kit::profiler::parse_counter(launch1 + t + " end 1 1\n" + launch1, t).complete);
+  }
+  SECTION("no token, no count") {
+    CHECK_FALSE(kit::profiler::parse_counter(" end 0 0\n", "").complete);
+  }
+}
+
+TEST_CASE("a counted run gets its token on one pipe and gives its lines back on another",
+          "[common]") {
+  const std::string t = "00112233445566778899aabbccddeeff";
+  std::string lines;
+  // What the counter does, by a shell (dash names descriptors above 9 only as /dev/fd/N): the
+  // token from descriptor 1000, the lines to 1001.
+  const kit::sanitizer::Run run = kit::profiler::run_with_counter_pipes(
+      "read t </dev/fd/1000; "
+      "echo \"$t 1 42 _ZN5lab039kernelEv\" >/dev/fd/1001; "
+      "echo \"$t end 1 1\" >/dev/fd/1001; "
+      "echo 'fedcba9876543210fedcba9876543210 1 0 forged' >/dev/fd/1001; "
+      "echo \"$t 1 0 on stdout\"; echo 'kit-probe-result: right' >&2",
+      t, lines);
+  CHECK(run.exit_code == 0);
+  // The probe's own output stays apart from the counter's lines.
+  CHECK_THAT(run.output, Catch::Matchers::ContainsSubstring("kit-probe-result: right"));
+  CHECK_THAT(run.output, Catch::Matchers::ContainsSubstring("on stdout"));
+  CHECK_THAT(lines, !Catch::Matchers::ContainsSubstring("on stdout"));
+  const kit::profiler::CounterLines c = kit::profiler::parse_counter(lines, t);
+  CHECK_FALSE(c.complete);  // the line after the end, with another token
+  CHECK(kit::profiler::parse_counter(lines.substr(0, lines.find("fedcba")), t).complete);
+  std::string none;
+  CHECK(kit::profiler::run_with_counter_pipes("exit 3", t, none).exit_code == 3);
+  CHECK(none.empty());
+}
+
+TEST_CASE("code in the probe's executable runs only after the load counter has taken the token",
+          "[common]") {
+  const std::string counter = kit::profiler::load_counter_path();
+  if (counter.empty()) {
+    SKIP(
+        "the kit's load counter was not built here (no Compute Sanitizer API: "
+        "common/load_counter/CMakeLists.txt)");
+  }
+  const std::string forger = KIT_COUNTER_FORGER;
+  bool usable = false;
+  SECTION(
+      "a constructor that reads the token's descriptor finds it empty, and its lines spoil the "
+      "run") {
+    const kit::profiler::Profile p = kit::profiler::count_loads(counter, forger, "forge", usable);
+    CAPTURE(p.run.command, p.run.output);
+    CHECK(p.run.exit_code == 0);
+    CHECK_THAT(p.run.output, Catch::Matchers::ContainsSubstring("read 0 bytes of the token"));
+    CHECK_FALSE(usable);
+    CHECK_THAT(p.counter_problem, Catch::Matchers::ContainsSubstring("without this run's token"));
+  }
+  SECTION("a program that launches nothing ends with the counter's end line alone") {
+    const kit::profiler::Profile p = kit::profiler::count_loads(counter, forger, "quiet", usable);
+    CAPTURE(p.run.command, p.run.output, p.counter_problem);
+    CHECK(usable);
+    CHECK(p.kernels.empty());
+    CHECK(p.counted_by == "the kit's load counter");
+  }
 }

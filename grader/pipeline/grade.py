@@ -36,7 +36,7 @@ from .build import BuildCache, BuildConfig, build_labs, build_submission_lab, ma
 from .charts import draw_charts, plot_charts
 from .collect import Submission, collect_submission
 from .gradebooks import GradebookRequest, write_gradebooks
-from .harness import Harness, prepare_harness
+from .harness import Harness, load_counter, prepare_harness
 from .recipes import LabHarness
 from .report import (
     finished_score,
@@ -81,6 +81,7 @@ class GradeOptions:
     output_dir: Path | None = None  # the class's --out, hidden from confined tests
     exclusive_windows: bool = True  # False only in the bench's experiment (Scheduler says what)
     turn_slots: int | None = None  # GPU jobs running beside a profiler turn; a bench experiment
+    load_counter: bool = True  # count global loads with the kit's load counter where it was built
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,6 +306,10 @@ class Engine:
         }
         if lab_harness.probe and lab_harness.probe in build.executables:
             env["KIT_PROBE_PATH"] = str(build.executables[lab_harness.probe])
+            # Where the harness has the load counter, the judge preloads it into the probe to count
+            # global loads (kit/profiler.hpp); set empty, every count is Nsight Compute's.
+            counter = load_counter(harness) if self.options.load_counter else None
+            env["KIT_LOAD_COUNTER_PATH"] = str(counter) if counter is not None else ""
         tests = [test for test in lab_harness.tests if lab.test(test.name) is not None]
         outcomes = run_tests(
             build.exe_path,

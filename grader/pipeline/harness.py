@@ -47,6 +47,18 @@ class Harness:
 HARNESS_TARGET = "kit_harness"
 
 
+# The kit's load counter in the harness build, where CMake found the Compute Sanitizer API
+# (common/load_counter/CMakeLists.txt): the judges preload it into the probes that count global
+# loads, and the sandbox shows its folder to them.
+LOAD_COUNTER = Path("load_counter") / "libkit_load_counter.so"
+
+
+def load_counter(harness: Harness) -> Path | None:
+    """The harness's load counter, or None where it was not built (no Compute Sanitizer API)."""
+    path = harness.build_dir / LOAD_COUNTER
+    return path if path.is_file() else None
+
+
 def harness_config(config: BuildConfig, labs: list[Lab]) -> BuildConfig:
     """Every setting the harness depends on is passed on every run, since CMake keeps a -D in its
     cache: a grading run without a GPU (-DKIT_PROBES=OFF) must not leave a later one with a GPU

@@ -579,8 +579,8 @@ def worker_env(
     """What a judge needs to start its workers: the submission's worker executable and, when
     confined, the command that confines it (one argument a line, ending in "--"). The worker
     writes only its own folder (beside the judge's, not in it; a file system of
-    WORKER_SCRATCH_BYTES in its view) and reads only its executable's folder and the probe's:
-    nothing of the judge, the other tests or the class.
+    WORKER_SCRATCH_BYTES in its view) and reads only its executable's folder, the probe's and the
+    load counter's: nothing of the judge, the other tests or the class.
 
     The reference's worker (the kit's own code, beside the judge in the harness's build) is
     started confined too, in a folder of its own: not to hold it in, but so that on a GPU lane it
@@ -590,7 +590,12 @@ def worker_env(
     variables = {"KIT_WORKER": str(worker)}
     if config.sandbox is not None:
         gpu = env.get("CUDA_VISIBLE_DEVICES")
-        probes = [Path(value).parent for key, value in env.items() if key == "KIT_PROBE_PATH" and value]
+        # The probe the judge runs, and the load counter it preloads into it (kit/profiler.hpp).
+        probes = [
+            Path(value).parent
+            for key, value in env.items()
+            if key in ("KIT_PROBE_PATH", "KIT_LOAD_COUNTER_PATH") and value
+        ]
         for prefix, readable in (
             ("KIT_WORKER", (worker.parent, *probes)),
             ("KIT_REFERENCE_WORKER", (judge.parent,)),

@@ -52,6 +52,16 @@ def unpacked(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "unpacked" / KIT_FOLDER
 
 
+@pytest.fixture
+def students_copy(unpacked: Path, tmp_path: Path) -> Path:
+    """The unpacked kit copied for a test that writes a student's work into it: the module's copy
+    stays as released, for the test that searches it for solutions (under pytest-xdist a process
+    may run that test after one of these)."""
+    copy = tmp_path / KIT_FOLDER
+    shutil.copytree(unpacked, copy, symlinks=True)
+    return copy
+
+
 def test_the_student_kit_holds_no_staff_material(unpacked):
     staff_only = ("solutions", "bench", ".ci", "grader/tests", "docs/tas.md", "docs/instructors.md")
     for staff in (*staff_only, "docs/architecture.md", "docs/design"):
@@ -109,7 +119,8 @@ def _grader(kit_root: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_a_student_builds_checks_and_submits_lab_02_from_the_unpacked_kit(unpacked):
+def test_a_student_builds_checks_and_submits_lab_02_from_the_unpacked_kit(students_copy):
+    unpacked = students_copy
     for name, data in reference_files(KIT, [LAB02]).items():  # the student's finished work
         (unpacked / name).write_bytes(data)
     checked = _grader(
@@ -124,7 +135,10 @@ def test_a_student_builds_checks_and_submits_lab_02_from_the_unpacked_kit(unpack
         assert archive.namelist() == [f"labs/{LAB02.slug}/{name}" for name in LAB02.student_files]
 
 
-def test_a_zip_from_submit_grades_exactly_as_the_same_files_in_a_folder(unpacked, tmp_path, real_harness):
+def test_a_zip_from_submit_grades_exactly_as_the_same_files_in_a_folder(
+    students_copy, tmp_path, real_harness
+):
+    unpacked = students_copy
     reference = reference_files(KIT, [LAB06])
     for name, data in reference.items():
         (unpacked / name).write_bytes(data)

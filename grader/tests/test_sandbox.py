@@ -354,3 +354,29 @@ def test_a_hidden_folder_that_is_the_system_temporary_folder_leaves_tmp_usable(t
     folder.mkdir()
     done = confined(check.sandbox, "head -c 1048576 /dev/zero > /tmp/one-mib && echo wrote", folder)
     assert done.stdout.strip() == "wrote", done.stderr
+
+
+def test_a_students_worker_and_probes_read_the_probes_folder_and_the_load_counters(tmp_path):
+    # The judge runs the probe confined as the worker is, with the load counter preloaded: both
+    # folders must be in the view, the counter's (in the harness build) and nothing else of it.
+    sandbox = Sandbox(tmp_path / "init")
+    judge, worker = tmp_path / "harness" / "bin" / "lab03_tests", tmp_path / "cache" / "lab03_worker"
+    probe = tmp_path / "cache" / "probe" / "lab03_probe"
+    counter = tmp_path / "harness" / "load_counter" / "libkit_load_counter.so"
+    run_dir = tmp_path / "work" / "test-1"
+    run_dir.mkdir(parents=True)
+    env = {"KIT_PROBE_PATH": str(probe), "KIT_LOAD_COUNTER_PATH": str(counter)}
+    command = worker_env(worker, judge, run_dir, RunConfig(sandbox=sandbox), env)["KIT_WORKER_COMMAND"].split(
+        "\n"
+    )
+    for folder in (worker.parent, probe.parent, counter.parent):
+        assert str(folder.resolve()) in command
+    assert str(judge.parent.resolve()) not in command
+    # Counting with Nsight Compute (the counter set empty): no folder for it.
+    env["KIT_LOAD_COUNTER_PATH"] = ""
+    (tmp_path / "work" / "test-1-worker").rmdir()
+    (tmp_path / "work" / "test-1-reference").rmdir()
+    command = worker_env(worker, judge, run_dir, RunConfig(sandbox=sandbox), env)["KIT_WORKER_COMMAND"].split(
+        "\n"
+    )
+    assert str(counter.parent.resolve()) not in command

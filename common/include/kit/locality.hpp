@@ -1,7 +1,8 @@
 // The locality test of the tiled labs (03, 04): the student's tiled kernel, run once by the
-// lab's probe under Nsight Compute, must issue no more global load instructions than a tiled
-// kernel does, TILE_WIDTH times fewer than the naive kernel. The test reports the ratio as the
-// metric "global_load_ratio"; the rubric turns it into partial credit (docs/design/tests.md).
+// lab's probe under the kit's load counter (else Nsight Compute; kit/profiler.hpp), must issue
+// no more global load instructions than a tiled kernel does, TILE_WIDTH times fewer than the
+// naive kernel. The test reports the ratio as the metric "global_load_ratio"; the rubric turns
+// it into partial credit (docs/design/tests.md).
 #pragma once
 
 #include <algorithm>
@@ -66,6 +67,8 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
          << " nor in /usr/local/cuda/bin; counting global loads needs it (it comes with the "
             "CUDA toolkit)");
   }
+  // Where the kit's load counter was built, it counts and ncu runs only for a probe whose counted
+  // run did not end cleanly (kit::profiler::profile). Under ncu:
   // All trials run in one probe process under one ncu (its start takes seconds), which becomes
   // the GPU's one profiling process once, after creating its context (kit/gpu_gate.hpp: ncu's
   // counts do not depend on other processes, but two profilers at once collide), and marks
@@ -103,8 +106,9 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
       const std::string why = profiler::unusable_reason(ncu, profiler::kGlobalLoads, probe);
       if (!why.empty()) SKIP(why);
     }
-    FAIL("the probe failed under Nsight Compute (exit code "
-         << p.run.exit_code << "; " << right << " of " << trials.size() << " trials finished):\n"
+    FAIL("the probe failed under "
+         << p.counted_by << " (exit code " << p.run.exit_code << "; " << right << " of "
+         << trials.size() << " trials finished):\n"
          << p.explanation()
          << "hint: the kernel or its launch failed; the correctness tests show how.");
   }
@@ -116,8 +120,8 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
     double total = 0.0;
     for (const profiler::KernelCount& k : per_trial[i]) total += k.value;
     if (per_trial[i].empty()) {
-      FAIL("P came out right, but Nsight Compute saw no kernel launched at TILE_WIDTH "
-           << trial.tile << ":\n"
+      FAIL("P came out right, but "
+           << p.counted_by << " saw no kernel launched at TILE_WIDTH " << trial.tile << ":\n"
            << p.explanation(6)
            << "hint: P was computed without a kernel (on the host?); the lab asks for "
            << lesson.kernel << " to compute it on the GPU.");
@@ -133,6 +137,11 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
       worst = ratio;
       worst_tile = trial.tile;
     }
+  }
+  report << "counted by " << p.counted_by;
+  if (!p.counter_problem.empty()) {
+    report << " (the kit's load counter ran first, but its count was not used: "
+           << p.counter_problem << ")";
   }
   WARN(report.str());
   // Above 1.05 the kernel issues loads that a tiled kernel does not: say how many times as many.

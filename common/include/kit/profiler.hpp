@@ -1,12 +1,20 @@
 // Counting what a kernel did with Nsight Compute (ncu) from a test: a lab's probe runs the
 // student's kernel once, ncu counts one metric over every kernel the probe launched, and the
-// test compares the count with what the lesson predicts (kit/locality.hpp).
+// test compares the count with what the lesson predicts (kit/locality.hpp). Global loads are
+// counted by the kit's load counter instead where it was built (common/load_counter/): no
+// profiler, so no turn as the GPU's one profiling process.
 #pragma once
 
+#include <fcntl.h>
 #include <glob.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -34,6 +42,10 @@ struct KernelCount {
 struct Profile {
   sanitizer::Run run;                // ncu's run of the probe: command, exit status, output
   std::vector<KernelCount> kernels;  // one per kernel launch ncu profiled, in launch order
+  // Who counted: "Nsight Compute", or "the kit's load counter"; and, when the load counter ran
+  // but its count was not used, why (the count is then Nsight Compute's).
+  std::string counted_by = "Nsight Compute";
+  std::string counter_problem;
 
   double total() const {
     double sum = 0.0;
@@ -216,6 +228,224 @@ inline std::string profile_command(const std::string& ncu, std::vector<std::stri
          sanitizer::shell_quote(probe) + " " + probe_args;
 }
 
+// The load counter's library (common/load_counter/): $KIT_LOAD_COUNTER_PATH when set (set empty,
+// none: every count is Nsight Compute's), else the path the kit's build compiled in. "" when there
+// is none or it cannot be read.
+inline std::string load_counter_path() {
+  const char* given = std::getenv("KIT_LOAD_COUNTER_PATH");
+#ifdef KIT_LOAD_COUNTER_PATH
+  const std::string path = given != nullptr ? given : KIT_LOAD_COUNTER_PATH;
+#else
+  const std::string path = given != nullptr ? given : "";
+#endif
+  return !path.empty() && access(path.c_str(), R_OK) == 0 ? path : "";
+}
+
+// What the load counter wrote on the judge's pipe (common/load_counter/load_counter.cpp): one
+// line per launch, "<token> <n> <global loads> <kernel>", numbered from 1, then
+// "<token> end <begun> <counted>". Complete only when every line carries this run's token, the
+// launches are numbered in order with none missing, and the end line counts them all: anything
+// else (a line without the token, an error line, no end line) and the run's count is not used.
+struct CounterLines {
+  bool complete = false;
+  std::vector<KernelCount> kernels;
+  std::string problem;  // why it is not complete
+};
+
+inline CounterLines parse_counter(const std::string& text, const std::string& token) {
+  CounterLines c;
+  if (token.empty()) {
+    c.problem = "no token";
+    return c;
+  }
+  std::istringstream in(text);
+  bool ended = false;
+  for (std::string line; std::getline(in, line);) {
+    if (ended) {
+      c.problem = "a line after the end line";
+      return c;
+    }
+    if (line.rfind(token + " ", 0) != 0) {
+      c.problem = "a line without this run's token";
+      return c;
+    }
+    const std::string rest = line.substr(token.size() + 1);
+    if (rest.rfind("error ", 0) == 0) {
+      c.problem = "the counter failed: " + rest.substr(6);
+      return c;
+    }
+    std::istringstream words(rest);
+    if (rest.rfind("end ", 0) == 0) {
+      std::string end;
+      unsigned long long begun = 0, counted = 0;
+      if (!(words >> end >> begun >> counted) || !words.eof() || begun != counted ||
+          counted != c.kernels.size()) {
+        c.problem = "its end line (" + rest + ") does not match the " +
+                    std::to_string(c.kernels.size()) + " launches counted";
+        return c;
+      }
+      ended = true;
+      continue;
+    }
+    unsigned long long number = 0;
+    double value = -1.0;
+    std::string name;
+    if (!(words >> number >> value) || number != c.kernels.size() + 1 || value < 0.0 ||
+        !std::getline(words >> std::ws, name) || name.empty()) {
+      c.problem = "launch line " + std::to_string(c.kernels.size() + 1) + " is malformed";
+      return c;
+    }
+    c.kernels.push_back({name, value});
+  }
+  if (!ended) {
+    c.problem = "no end line: the probe did not end by returning or calling exit";
+    return c;
+  }
+  c.complete = true;
+  return c;
+}
+
+namespace detail {
+
+// This run's secret: 32 hexadecimal digits from the kernel's random source ("" if none).
+inline std::string counter_token() {
+  unsigned char bytes[16];
+  const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  const bool got = read(fd, bytes, sizeof bytes) == static_cast<ssize_t>(sizeof bytes);
+  close(fd);
+  if (!got) return "";
+  std::string token;
+  char hex[3];
+  for (unsigned char b : bytes) {
+    std::snprintf(hex, sizeof hex, "%02x", b);
+    token += hex;
+  }
+  return token;
+}
+
+// The descriptors the probe is given: the token's pipe and the lines' pipe. High, so that they
+// meet none of the gate's and the report's.
+constexpr int kCounterTokenFd = 1000;
+constexpr int kCounterLinesFd = 1001;
+
+// Makes `fd` the child's descriptor `target`, kept across exec.
+inline void give_child(int fd, int target) {
+  if (fd == target) {
+    fcntl(fd, F_SETFD, 0);
+  } else {
+    dup2(fd, target);
+  }
+}
+
+}  // namespace detail
+
+// Runs `command` (a shell command line) with the counter's two pipes: `token` written into the
+// one it reads as descriptor kCounterTokenFd, and what it writes to kCounterLinesFd kept in
+// `lines`. The run's stdout and stderr together go to run.output (its first MiB), as
+// sanitizer::run_command's. Every descriptor here is close-on-exec, so that a process another
+// thread of the judge starts at the same time does not keep a pipe open.
+inline sanitizer::Run run_with_counter_pipes(const std::string& command, const std::string& token,
+                                             std::string& lines) {
+  sanitizer::Run r;
+  r.command = command;
+  int to_child[2], from_counter[2], output[2];
+  if (pipe2(to_child, O_CLOEXEC) != 0) return r;
+  if (pipe2(from_counter, O_CLOEXEC) != 0) {
+    close(to_child[0]), close(to_child[1]);
+    return r;
+  }
+  if (pipe2(output, O_CLOEXEC) != 0) {
+    close(to_child[0]), close(to_child[1]), close(from_counter[0]), close(from_counter[1]);
+    return r;
+  }
+  const std::string sent = token + "\n";
+  const bool written = write(to_child[1], sent.data(), sent.size()) ==
+                       static_cast<ssize_t>(sent.size());  // fits in the pipe's buffer
+  close(to_child[1]);
+  const pid_t pid = written ? fork() : -1;
+  if (pid == 0) {
+    dup2(output[1], 1);
+    dup2(output[1], 2);
+    detail::give_child(to_child[0], detail::kCounterTokenFd);
+    detail::give_child(from_counter[1], detail::kCounterLinesFd);
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(to_child[0]), close(from_counter[1]), close(output[1]);
+  if (pid < 0) {
+    close(from_counter[0]), close(output[0]);
+    r.output = "could not start the probe with the load counter";
+    return r;
+  }
+  pollfd fds[2] = {{output[0], POLLIN, 0}, {from_counter[0], POLLIN, 0}};
+  std::string* into[2] = {&r.output, &lines};
+  char buffer[4096];
+  for (int open_ends = 2; open_ends > 0;) {
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        if (into[i]->size() < (1u << 20)) into[i]->append(buffer, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_ends;
+      }
+    }
+  }
+  for (pollfd& p : fds) {
+    if (p.fd >= 0) close(p.fd);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.exit_code = 128 + WTERMSIG(status);
+  return r;
+}
+
+// The command that runs the probe with the load counter: preloaded, so that it reads the token
+// before any code of the student's runs (load_counter.cpp says why), and the CUDA driver's
+// injection; every module loaded at the start, so that none is loaded past the patching; and no
+// gate, since nothing is profiled (kit/gpu_gate.hpp: the turn is only for profilers).
+inline std::string counted_command(const std::string& counter, const std::string& probe,
+                                   const std::string& probe_args) {
+  const std::string lib = sanitizer::shell_quote(counter);
+  return "KIT_GPU_GATE= LD_PRELOAD=" + lib + " CUDA_INJECTION64_PATH=" + lib +
+         " CUDA_MODULE_LOADING=EAGER KIT_LOAD_COUNT_TOKEN_FD=" +
+         std::to_string(detail::kCounterTokenFd) +
+         " KIT_LOAD_COUNT_FD=" + std::to_string(detail::kCounterLinesFd) + " " +
+         sanitizer::shell_quote(probe) + " " + probe_args;
+}
+
+// The probe's global loads in mode(s) `probe_args`, counted by the load counter `counter`,
+// confined as a probe under ncu is. The Profile is used only when `usable`: the probe ended with
+// exit code 0 and the counter's lines are complete; otherwise its counter_problem says why, and
+// the caller counts with Nsight Compute.
+inline Profile count_loads(const std::string& counter, const std::string& probe,
+                           const std::string& probe_args, bool& usable) {
+  Profile p;
+  p.counted_by = "the kit's load counter";
+  const std::string token = detail::counter_token();
+  std::string lines;
+  p.run = run_with_counter_pipes(sanitizer::confined(counted_command(counter, probe, probe_args)),
+                                 token, lines);
+  const CounterLines c = parse_counter(lines, token);
+  p.kernels = c.kernels;
+  usable = p.run.exit_code == 0 && c.complete;
+  if (p.run.exit_code != 0) {
+    p.counter_problem = "the probe exited with code " + std::to_string(p.run.exit_code);
+  } else if (!c.complete) {
+    p.counter_problem = c.problem;
+  }
+  return p;
+}
+
 // Runs the probe in mode(s) `probe_args` under ncu, which counts `metric`, and every metric of
 // `shared_with` too, for every kernel it launches; the Profile holds `metric`'s counts.
 //
@@ -228,14 +458,34 @@ inline std::string profile_command(const std::string& ncu, std::vector<std::stri
 // the kit's probes hold the GPU to themselves while profiled, but a profiler outside the grader's
 // control can still collide, so such a run is tried again, up to three times in all, before its
 // output is judged. It is never the student's doing.
+//
+// Global loads alone (kGlobalLoads, shared with no other metric) are counted by the load counter
+// where there is one (load_counter_path): the same count, instruction for instruction
+// (bench/RESULTS.md, "Global loads counted without Nsight Compute"), without a profiler's turn.
+// A counted run that did not end cleanly is not read: ncu counts that probe, as before, and the
+// Profile says why in counter_problem. So the counter decides no failure: a probe that fails
+// fails under ncu, with ncu's messages.
 inline Profile profile(const std::string& ncu, const std::string& metric, const std::string& probe,
                        const std::string& probe_args,
                        const std::vector<std::string>& shared_with = {}) {
+  std::string counter_problem;
+  if (metric == kGlobalLoads && shared_with.empty()) {
+    if (const std::string counter = load_counter_path(); !counter.empty()) {
+      static std::map<std::string, Profile> counted;  // this process's clean counted runs
+      const std::string key = counter + "\n" + probe + "\n" + probe_args;
+      if (const auto kept = counted.find(key); kept != counted.end()) return kept->second;
+      bool usable = false;
+      Profile c = count_loads(counter, probe, probe_args, usable);
+      if (usable) return counted.emplace(key, c).first->second;
+      counter_problem = c.counter_problem;
+    }
+  }
   std::vector<std::string> metrics = shared_with;
   metrics.push_back(metric);
   const std::string command = profile_command(ncu, metrics, probe, probe_args);
   static std::map<std::string, sanitizer::Run> finished;  // this process's runs
   Profile p;
+  p.counter_problem = counter_problem;
   if (const auto kept = finished.find(command); kept != finished.end()) {
     p.run = kept->second;
   } else {
@@ -268,11 +518,18 @@ struct SharedProfile {
 // did, the test runs its own modes alone, as it did before it shared, and its trials come first.
 // The choice depends only on the shared run's output, so a test alone and the same test in a
 // shared judge read the same counts.
+//
+// Where global loads are counted without ncu (load_counter_path), a run that counts them is not
+// shared: each test runs its own modes, the loads test with the counter, the other with ncu.
 inline Profile profile_shared(const std::string& ncu, const std::string& metric,
                               const std::string& probe, const std::string& own_modes,
                               const SharedProfile& shared, std::size_t& first_own_trial) {
   first_own_trial = 0;
-  if (!shared.modes_before.empty() || !shared.modes_after.empty()) {
+  const bool counts_loads =
+      metric == kGlobalLoads ||
+      std::find(shared.metrics.begin(), shared.metrics.end(), kGlobalLoads) != shared.metrics.end();
+  if ((!shared.modes_before.empty() || !shared.modes_after.empty()) &&
+      !(counts_loads && !load_counter_path().empty())) {
     std::string modes;
     for (const std::string& mode : shared.modes_before) modes += mode + " ";
     modes += own_modes;

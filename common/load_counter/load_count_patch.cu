@@ -1,8 +1,7 @@
-// The device half of the load counter (load_counter.cpp, README.md): the Compute Sanitizer API
-// calls this before every global memory access of a patched kernel. It counts the warp-level
-// global load instructions executed, what Nsight Compute's
-// l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum counts for the labs' kernels (one request per
-// warp instruction of a 4-byte load), and the threads' loads beside it.
+// The device half of the load counter (load_counter.cpp): the Compute Sanitizer API calls this
+// before every global memory access of a patched kernel. It counts the warp-level global load
+// instructions executed, what Nsight Compute's smsp__inst_executed_op_global_ld.sum counts
+// (kit::profiler::kGlobalLoads), and the threads' loads beside it.
 #include <sanitizer_patching.h>
 
 #include <cstdint>
@@ -17,7 +16,11 @@ kit_count_global_access(void* userdata, uint64_t pc, void* /*ptr*/, uint32_t /*s
       (flags & SANITIZER_MEMORY_DEVICE_FLAG_READ) != 0 &&
       (flags & (SANITIZER_MEMORY_DEVICE_FLAG_WRITE | SANITIZER_MEMORY_DEVICE_FLAG_ATOMSYS |
                 SANITIZER_MEMORY_DEVICE_FLAG_PREFETCH)) == 0;
-  if (userdata == nullptr || !load) return SANITIZER_PATCH_SUCCESS;
+  if (!load) return SANITIZER_PATCH_SUCCESS;
+  // A launch the host half set no counts up for (one from a CUDA graph or from the device): its
+  // loads would go uncounted, so the kernel stops instead, and the judge counts with Nsight
+  // Compute (a run that did not end cleanly is never read).
+  if (userdata == nullptr) __trap();
   auto* counts = static_cast<kit_load_counter::Counts*>(userdata);
   // The threads of a warp here at once for this instruction are one instruction, one request:
   // one of them (the lowest lane) counts it.
