@@ -457,3 +457,44 @@ TEST_CASE("code in the probe's executable runs only after the load counter has t
     CHECK(p.counted_by == "the kit's load counter");
   }
 }
+
+TEST_CASE("a counted probe that found P wrong is read and one that failed another way is not",
+          "[common]") {
+  const std::string counter = kit::profiler::load_counter_path();
+  if (counter.empty()) {
+    SKIP(
+        "the kit's load counter was not built here (no Compute Sanitizer API: "
+        "common/load_counter/CMakeLists.txt)");
+  }
+  // A stand-in probe, a bash script: the counter, preloaded into its shell, takes the token and
+  // writes its end line when the shell exits (bash ends with exit; dash with _exit, which runs no
+  // library's destructor).
+  char folder[] = "/tmp/kit-fake-probe-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  const std::string probe = std::string(folder) + "/probe";
+  std::FILE* f = std::fopen(probe.c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fputs(
+      "#!/bin/bash\n"
+      "case $1 in\n"
+      "  wrong) echo 'kit-probe-result: wrong'; echo 'P[0][1] is 3, expected 4' >&2; exit 4;;\n"
+      "  says-nothing) exit 4;;\n"
+      "  crashed) echo 'cudaErrorIllegalAddress' >&2; exit 1;;\n"
+      "esac\n",
+      f);
+  std::fclose(f);
+  REQUIRE(std::system(("chmod +x '" + probe + "'").c_str()) == 0);
+  bool usable = false;
+  const kit::profiler::Profile wrong = kit::profiler::count_loads(counter, probe, "wrong", usable);
+  CAPTURE(wrong.run.output, wrong.counter_problem);
+  CHECK(usable);
+  CHECK(wrong.result_wrong());
+  CHECK_THAT(wrong.explanation(), Catch::Matchers::ContainsSubstring("expected 4"));
+  kit::profiler::count_loads(counter, probe, "says-nothing", usable);
+  CHECK_FALSE(usable);  // exit code 4 without the probe's line: not the probe's wrong P
+  const kit::profiler::Profile crashed =
+      kit::profiler::count_loads(counter, probe, "crashed", usable);
+  CHECK_FALSE(usable);
+  CHECK(crashed.counter_problem == "the probe exited with code 1");
+  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
+}

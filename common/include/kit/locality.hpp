@@ -68,7 +68,7 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
             "CUDA toolkit)");
   }
   // Where the kit's load counter was built, it counts and ncu runs only for a probe whose counted
-  // run did not end cleanly (kit::profiler::profile). Under ncu:
+  // run did not end cleanly, with P right or found wrong (kit::profiler::profile). Under ncu:
   // All trials run in one probe process under one ncu (its start takes seconds), which becomes
   // the GPU's one profiling process once, after creating its context (kit/gpu_gate.hpp: ncu's
   // counts do not depend on other processes, but two profilers at once collide), and marks

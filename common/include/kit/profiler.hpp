@@ -424,9 +424,12 @@ inline std::string counted_command(const std::string& counter, const std::string
 }
 
 // The probe's global loads in mode(s) `probe_args`, counted by the load counter `counter`,
-// confined as a probe under ncu is. The Profile is used only when `usable`: the probe ended with
-// exit code 0 and the counter's lines are complete; otherwise its counter_problem says why, and
-// the caller counts with Nsight Compute.
+// confined as a probe under ncu is. The Profile is used only when `usable`: the counter's lines
+// are complete and the probe ended either with exit code 0 or having found P wrong (its exit code
+// sanitizer::kWrongResult and its line saying so: the test then fails on P, as under ncu, and
+// the count is not read); otherwise its counter_problem says why, and the caller counts with
+// Nsight Compute. A wrong P is most of the probes that fail (the bench's mutants), and an ncu run
+// after a counted one cost them both.
 inline Profile count_loads(const std::string& counter, const std::string& probe,
                            const std::string& probe_args, bool& usable) {
   Profile p;
@@ -437,8 +440,10 @@ inline Profile count_loads(const std::string& counter, const std::string& probe,
                                  token, lines);
   const CounterLines c = parse_counter(lines, token);
   p.kernels = c.kernels;
-  usable = p.run.exit_code == 0 && c.complete;
-  if (p.run.exit_code != 0) {
+  const bool ended =
+      p.run.exit_code == 0 || (p.run.exit_code == sanitizer::kWrongResult && p.result_wrong());
+  usable = ended && c.complete;
+  if (!ended) {
     p.counter_problem = "the probe exited with code " + std::to_string(p.run.exit_code);
   } else if (!c.complete) {
     p.counter_problem = c.problem;
@@ -463,8 +468,9 @@ inline Profile count_loads(const std::string& counter, const std::string& probe,
 // where there is one (load_counter_path): the same count, instruction for instruction
 // (bench/RESULTS.md, "Global loads counted without Nsight Compute"), without a profiler's turn.
 // A counted run that did not end cleanly is not read: ncu counts that probe, as before, and the
-// Profile says why in counter_problem. So the counter decides no failure: a probe that fails
-// fails under ncu, with ncu's messages.
+// Profile says why in counter_problem. So the counter decides no failure but a wrong P, which the
+// probe itself reports the same way under either: a probe that crashes or fails a CUDA call fails
+// under ncu, with ncu's messages.
 inline Profile profile(const std::string& ncu, const std::string& metric, const std::string& probe,
                        const std::string& probe_args,
                        const std::vector<std::string>& shared_with = {}) {
