@@ -3,7 +3,7 @@
 grader's test throughput on one GPU (bench/RESULTS.md, "Starting CUDA processes").
 
     python3 bench/context_rate.py [--build-dir build] [--concurrency 1,4,8,16] [--processes 48]
-                                  [--connections N] [-- COMMAND ...]
+                                  [--connections N] [--gpus 0,1,2,3] [--mps] [-- COMMAND ...]
 
 By default each process is build/bin/context_probe (create a context, launch one kernel); after
 `--` any command, e.g. one lab test:  -- build/bin/lab02_tests "naive result matches ...".
@@ -11,6 +11,12 @@ Prints, per concurrency, the processes per second and the mean seconds each proc
 for the probe the mean of its phases (loading the driver, creating the context, the kernel).
 --connections N sets CUDA_DEVICE_MAX_CONNECTIONS (hardware queues a context; CUDA's default is
 8, the grader's test processes get 1: grader/pipeline/run.py).
+--gpus runs the same on each GPU of the list at once (each process sees one GPU through
+CUDA_VISIBLE_DEVICES), a line per GPU and one for them all: whether a node starts more processes
+a second on several GPUs than on one (bench/RESULTS.md, "Every GPU of a node").
+--mps starts a CUDA MPS control daemon of its own for the run (nvidia-cuda-mps-control -d, its
+pipe and log folders fresh and given to every process) and stops it after: whether the processes
+start faster as clients of one server than with a context each.
 """
 
 from __future__ import annotations
@@ -18,10 +24,14 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +81,56 @@ def measure(command: list[str], concurrency: int, processes: int, env: dict[str,
     )
 
 
+def measure_on(
+    gpus: list[str], command: list[str], concurrency: int, processes: int, env: dict[str, str]
+) -> list[Rate]:
+    """measure() on every GPU of `gpus` at once, each process seeing its GPU alone."""
+    with ThreadPoolExecutor(max_workers=len(gpus)) as pool:
+        runs = [
+            pool.submit(measure, command, concurrency, processes, {**env, "CUDA_VISIBLE_DEVICES": gpu})
+            for gpu in gpus
+        ]
+        return [run.result() for run in runs]
+
+
+@contextmanager
+def mps_daemon(env: dict[str, str]) -> Iterator[dict[str, str]]:
+    """A CUDA MPS control daemon for the block's length, with pipe and log folders of its own;
+    yields the processes' environment, which names them. Raises RuntimeError where there is no
+    nvidia-cuda-mps-control or it does not start."""
+    control = shutil.which("nvidia-cuda-mps-control", path=env.get("PATH"))
+    if control is None:
+        raise RuntimeError("nvidia-cuda-mps-control is not on PATH: CUDA MPS is not installed here")
+    with tempfile.TemporaryDirectory(prefix="context-rate-mps-") as folder:
+        mps = {
+            **env,
+            "CUDA_MPS_PIPE_DIRECTORY": str(Path(folder) / "pipe"),
+            "CUDA_MPS_LOG_DIRECTORY": str(Path(folder) / "log"),
+        }
+        for name in ("pipe", "log"):
+            (Path(folder) / name).mkdir()
+        started = subprocess.run([control, "-d"], env=mps, capture_output=True, text=True, check=False)
+        if started.returncode != 0:
+            raise RuntimeError(
+                f"nvidia-cuda-mps-control -d failed: {(started.stdout + started.stderr).strip()}"
+            )
+        try:
+            yield mps
+        finally:
+            subprocess.run([control], input="quit\n", env=mps, capture_output=True, text=True, check=False)
+
+
+def _line(label: str, rate: Rate) -> str:
+    line = (
+        f"{label:>8} {rate.processes:>10} {rate.wall:>8.2f} {rate.per_second:>11.2f} "
+        f"{rate.mean_process:>12.3f} {rate.failed:>7}"
+    )
+    if rate.phases is not None:
+        driver, context, kernel = rate.phases
+        line += f"  (driver {driver:.3f} s, context {context:.3f} s, kernel {kernel:.3f} s)"
+    return line
+
+
 def main(argv: list[str]) -> int:
     own, command = _split(argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -80,6 +140,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--connections", type=int, help="CUDA_DEVICE_MAX_CONNECTIONS for the processes (default: unset)"
     )
+    parser.add_argument("--gpus", metavar="LIST", help="comma-separated GPUs to start processes on at once")
+    parser.add_argument("--mps", action="store_true", help="start a CUDA MPS daemon of its own for the run")
     args = parser.parse_args(own)
     env = dict(os.environ)
     if args.connections is not None:
@@ -94,20 +156,38 @@ def main(argv: list[str]) -> int:
     if not levels or min(levels) < 1 or args.processes < 1:
         print("context_rate: --concurrency and --processes must be positive", file=sys.stderr)
         return 2
+    gpus = [gpu.strip() for gpu in args.gpus.split(",") if gpu.strip()] if args.gpus else []
+    try:
+        with mps_daemon(env) if args.mps else _unchanged(env) as run_env:
+            _print_rates(command, levels, args.processes, run_env, gpus)
+    except RuntimeError as error:
+        print(f"context_rate: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+@contextmanager
+def _unchanged(env: dict[str, str]) -> Iterator[dict[str, str]]:
+    yield env
+
+
+def _print_rates(
+    command: list[str], levels: list[int], processes: int, env: dict[str, str], gpus: list[str]
+) -> None:
     print(
         f"{'at once':>8} {'processes':>10} {'wall s':>8} {'per second':>11} {'mean s each':>12} {'failed':>7}"
     )
     for level in levels:
-        rate = measure(command, level, args.processes, env)
-        line = (
-            f"{rate.concurrency:>8} {rate.processes:>10} {rate.wall:>8.2f} {rate.per_second:>11.2f} "
-            f"{rate.mean_process:>12.3f} {rate.failed:>7}"
-        )
-        if rate.phases is not None:
-            driver, context, kernel = rate.phases
-            line += f"  (driver {driver:.3f} s, context {context:.3f} s, kernel {kernel:.3f} s)"
-        print(line, flush=True)
-    return 0
+        if not gpus:
+            print(_line(str(level), measure(command, level, processes, env)), flush=True)
+            continue
+        rates = measure_on(gpus, command, level, processes, env)
+        for gpu, rate in zip(gpus, rates, strict=True):
+            print(_line(str(level), rate) + f"  GPU {gpu}", flush=True)
+        wall = max(rate.wall for rate in rates)
+        total = sum(rate.processes for rate in rates)
+        per_second = total / wall if wall > 0 else 0.0
+        print(f"{'':>8} {total:>10} {wall:>8.2f} {per_second:>11.2f}  all {len(gpus)} GPUs", flush=True)
 
 
 def _split(argv: list[str]) -> tuple[list[str], list[str]]:
