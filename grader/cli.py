@@ -293,10 +293,11 @@ def build_parser() -> argparse.ArgumentParser:
         "there while K or more run (compare the profiler turns' seconds with a pass without it)",
     )
     bench.add_argument(
-        "--ncu-loads",
+        "--load-counter",
         action="store_true",
-        help="an experiment: count global loads with Nsight Compute even where the kit's load counter "
-        "was built (compare the rates, the profiler turns and the scores with a pass without it)",
+        help="an experiment: count global loads with the kit's load counter instead of Nsight Compute, "
+        "where it was built (no profiler turns; a student's code can forge its count, so grading never "
+        "uses it: compare the rates, the turns and the scores with a pass without it)",
     )
     bench.add_argument("--out", metavar="DIR", type=Path, help="write bench.json there")
     bench.add_argument("--work-dir", metavar="DIR", help=argparse.SUPPRESS)
@@ -594,7 +595,7 @@ def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
         grading.grade_options(kit, args),
         exclusive_windows=not args.shared_windows,
         turn_slots=args.turn_slots,
-        load_counter=not args.ncu_loads,
+        load_counter=args.load_counter,
     )
     only = [name.strip() for name in args.only.split(",")] if args.only else None
     if args.copies < 1 or args.repeat < 0:

@@ -204,9 +204,12 @@ fi
 # not, NVIDIA's pip wheel brings the headers and the library into the kit's .venv
 # (site-packages/nvidia/cu13/{include,lib}, found there by CMake). Without it the locality tests
 # count with Nsight Compute, as before.
+# The wheel is CUDA 13's: on an older toolkit (and its driver) it is left out.
 sanitizer_api_pin="nvidia-cuda-sanitizer-api==13.0.85"
+cuda_major=$("$cuda_bin/nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\..*/\1/p' | head -1)
 wheel_sanitizer_api() { compgen -G "$root/.venv/lib/python3*/site-packages/nvidia/cu*/include/sanitizer.h" >/dev/null; }
-if [[ ! -f $cuda_bin/../compute-sanitizer/include/sanitizer.h && -z ${KIT_SANITIZER_DIR:-} ]] && ! wheel_sanitizer_api; then
+if [[ $cuda_major == 13 && ! -f $cuda_bin/../compute-sanitizer/include/sanitizer.h && -z ${KIT_SANITIZER_DIR:-} ]] \
+  && ! wheel_sanitizer_api; then
   venv=$root/.venv
   pip_log=$build/setup-pip-sanitizer-api.log
   if { [[ -x $venv/bin/python ]] || python3 -m venv "$venv" >"$pip_log" 2>&1; } \

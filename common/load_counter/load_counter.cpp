@@ -12,11 +12,9 @@
 // run: it counts with Nsight Compute instead.
 //
 // The token is the judge's secret for this run, read from a pipe (KIT_LOAD_COUNT_TOKEN_FD) by the
-// constructor below. A preloaded library is initialized before the executable's own constructors,
-// and the student's files are linked into the probe executable, so no student code has run yet:
-// what it prints, on any descriptor, cannot carry the token. (Code that reads this process's
-// memory could find it, as it could tamper with any in-process tool, Nsight Compute's included;
-// docs/design/tests.md says what that leaves.)
+// constructor below, which runs before the executable's own constructors. That does not keep the
+// student's code, linked into the probe, from the token or from the judge's pipe
+// (docs/design/tests.md, "The load counter", "Forging"): grading does not use the counter.
 #include <dlfcn.h>
 #include <sanitizer.h>
 #include <unistd.h>
@@ -49,6 +47,10 @@ std::mutex launches_mutex;
 auto& launches = *new std::map<Sanitizer_LaunchHandle, kit_load_counter::Counts*>;
 unsigned long long begun = 0;    // launches whose counts were set up
 unsigned long long counted = 0;  // launches whose line was written
+bool injected = false;           // the CUDA driver called InitializeInjection, which subscribed
+// Only for the kit's CPU tests, which have no CUDA driver to load the counter: an end line
+// without injection (read in the constructor, before any student code could set it).
+bool end_without_driver = false;
 
 void write_line(const std::string& text) {
   if (token[0] == '\0' || results < 0) return;
@@ -85,12 +87,19 @@ __attribute__((constructor)) void read_token() {
   while (size > 0 && (token[size - 1] == '\n' || token[size - 1] == ' ')) --size;
   token[size] = '\0';
   unsetenv("KIT_LOAD_COUNT_TOKEN_FD");
+  end_without_driver = std::getenv("KIT_LOAD_COUNT_END_WITHOUT_DRIVER") != nullptr;
 }
 
 // At the process's end (exit, or main's return): how many launches were begun and counted. A
 // process that ends otherwise (a crash, _exit) writes no end line, and its count is not read.
+// A process the driver never loaded the counter into (CUDA_INJECTION64_PATH lost or ignored)
+// counted nothing, which is not a count of zero: it says so instead.
 __attribute__((destructor)) void write_end() {
   const std::lock_guard<std::mutex> lock(launches_mutex);
+  if (!injected && !end_without_driver) {
+    write_line("error the CUDA driver never started the counter (InitializeInjection)");
+    return;
+  }
   write_line("end " + std::to_string(begun) + " " + std::to_string(counted));
 }
 
@@ -195,5 +204,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
           "sanitizerEnableDomain")) {
     return 0;
   }
+  const std::lock_guard<std::mutex> lock(launches_mutex);
+  injected = true;
   return 1;
 }

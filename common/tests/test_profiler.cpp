@@ -187,29 +187,35 @@ TEST_CASE("tests that share a run of Nsight Compute ask for it with the same com
 
 namespace {
 
-// Counting with Nsight Compute alone for the block's length (KIT_LOAD_COUNTER_PATH set empty),
-// as where the kit's load counter was not built: the tests of ncu's runs below.
-class NoLoadCounter {
+// An environment variable set for the block's length, and put back after.
+class ScopedEnv {
  public:
-  NoLoadCounter() {
-    const char* before = std::getenv("KIT_LOAD_COUNTER_PATH");
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* before = std::getenv(name);
     had_ = before != nullptr;
     if (had_) before_ = before;
-    setenv("KIT_LOAD_COUNTER_PATH", "", 1);
+    setenv(name, value, 1);
   }
-  ~NoLoadCounter() {
+  ~ScopedEnv() {
     if (had_) {
-      setenv("KIT_LOAD_COUNTER_PATH", before_.c_str(), 1);
+      setenv(name_, before_.c_str(), 1);
     } else {
-      unsetenv("KIT_LOAD_COUNTER_PATH");
+      unsetenv(name_);
     }
   }
-  NoLoadCounter(const NoLoadCounter&) = delete;
-  NoLoadCounter& operator=(const NoLoadCounter&) = delete;
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
 
  private:
+  const char* name_;
   bool had_ = false;
   std::string before_;
+};
+
+// Counting with Nsight Compute alone (KIT_LOAD_COUNTER_PATH empty), as the grader counts unless
+// asked for the load counter: the tests of ncu's runs below.
+struct NoLoadCounter : ScopedEnv {
+  NoLoadCounter() : ScopedEnv("KIT_LOAD_COUNTER_PATH", "") {}
 };
 
 // A stand-in for ncu in a temporary folder: for each mode of the probe it prints one count of each
@@ -431,7 +437,7 @@ TEST_CASE("a counted run gets its token on one pipe and gives its lines back on 
 
 TEST_CASE("code in the probe's executable runs only after the load counter has taken the token",
           "[common]") {
-  const std::string counter = kit::profiler::load_counter_path();
+  const std::string counter = kit::profiler::built_load_counter_path();
   if (counter.empty()) {
     SKIP(
         "the kit's load counter was not built here (no Compute Sanitizer API: "
@@ -449,7 +455,15 @@ TEST_CASE("code in the probe's executable runs only after the load counter has t
     CHECK_FALSE(usable);
     CHECK_THAT(p.counter_problem, Catch::Matchers::ContainsSubstring("without this run's token"));
   }
-  SECTION("a program that launches nothing ends with the counter's end line alone") {
+  SECTION("a program the CUDA driver never loaded the counter into has no count") {
+    const kit::profiler::Profile p = kit::profiler::count_loads(counter, forger, "quiet", usable);
+    CAPTURE(p.run.command, p.run.output);
+    CHECK_FALSE(usable);  // no driver here: no InitializeInjection, so not a count of zero
+    CHECK_THAT(p.counter_problem, Catch::Matchers::ContainsSubstring("never started the counter"));
+  }
+  SECTION(
+      "told to end without the driver, a program that launches nothing has its end line alone") {
+    const ScopedEnv no_driver("KIT_LOAD_COUNT_END_WITHOUT_DRIVER", "1");
     const kit::profiler::Profile p = kit::profiler::count_loads(counter, forger, "quiet", usable);
     CAPTURE(p.run.command, p.run.output, p.counter_problem);
     CHECK(usable);
@@ -460,7 +474,7 @@ TEST_CASE("code in the probe's executable runs only after the load counter has t
 
 TEST_CASE("a counted probe that found P wrong is read and one that failed another way is not",
           "[common]") {
-  const std::string counter = kit::profiler::load_counter_path();
+  const std::string counter = kit::profiler::built_load_counter_path();
   if (counter.empty()) {
     SKIP(
         "the kit's load counter was not built here (no Compute Sanitizer API: "
@@ -484,6 +498,7 @@ TEST_CASE("a counted probe that found P wrong is read and one that failed anothe
       f);
   std::fclose(f);
   REQUIRE(std::system(("chmod +x '" + probe + "'").c_str()) == 0);
+  const ScopedEnv no_driver("KIT_LOAD_COUNT_END_WITHOUT_DRIVER", "1");  // a shell, not CUDA
   bool usable = false;
   const kit::profiler::Profile wrong = kit::profiler::count_loads(counter, probe, "wrong", usable);
   CAPTURE(wrong.run.output, wrong.counter_problem);

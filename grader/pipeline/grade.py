@@ -81,7 +81,7 @@ class GradeOptions:
     output_dir: Path | None = None  # the class's --out, hidden from confined tests
     exclusive_windows: bool = True  # False only in the bench's experiment (Scheduler says what)
     turn_slots: int | None = None  # GPU jobs running beside a profiler turn; a bench experiment
-    load_counter: bool = True  # count global loads with the kit's load counter where it was built
+    load_counter: bool = False  # count global loads with the kit's load counter: an experiment (forgeable)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,8 +306,10 @@ class Engine:
         }
         if lab_harness.probe and lab_harness.probe in build.executables:
             env["KIT_PROBE_PATH"] = str(build.executables[lab_harness.probe])
-            # Where the harness has the load counter, the judge preloads it into the probe to count
-            # global loads (kit/profiler.hpp); set empty, every count is Nsight Compute's.
+            # Asked for and built, the judge preloads the load counter into the probe to count global
+            # loads (kit/profiler.hpp); otherwise, set empty, every count is Nsight Compute's. Off by
+            # default: a student's code in the probe can forge the counter's count
+            # (docs/design/tests.md, "The load counter").
             counter = load_counter(harness) if self.options.load_counter else None
             env["KIT_LOAD_COUNTER_PATH"] = str(counter) if counter is not None else ""
         tests = [test for test in lab_harness.tests if lab.test(test.name) is not None]

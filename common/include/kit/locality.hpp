@@ -1,7 +1,7 @@
 // The locality test of the tiled labs (03, 04): the student's tiled kernel, run once by the
-// lab's probe under the kit's load counter (else Nsight Compute; kit/profiler.hpp), must issue
-// no more global load instructions than a tiled kernel does, TILE_WIDTH times fewer than the
-// naive kernel. The test reports the ratio as the metric "global_load_ratio"; the rubric turns
+// lab's probe under Nsight Compute (or the kit's load counter, an experiment; kit/profiler.hpp),
+// must issue no more global load instructions than a tiled kernel does, TILE_WIDTH times fewer than
+// the naive kernel. The test reports the ratio as the metric "global_load_ratio"; the rubric turns
 // it into partial credit (docs/design/tests.md).
 #pragma once
 
@@ -67,7 +67,7 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
          << " nor in /usr/local/cuda/bin; counting global loads needs it (it comes with the "
             "CUDA toolkit)");
   }
-  // Where the kit's load counter was built, it counts and ncu runs only for a probe whose counted
+  // Where the load counter is asked for, it counts, and ncu runs only for a probe whose counted
   // run did not end cleanly, with P right or found wrong (kit::profiler::profile). Under ncu:
   // All trials run in one probe process under one ncu (its start takes seconds), which becomes
   // the GPU's one profiling process once, after creating its context (kit/gpu_gate.hpp: ncu's

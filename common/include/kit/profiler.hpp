@@ -228,17 +228,26 @@ inline std::string profile_command(const std::string& ncu, std::vector<std::stri
          sanitizer::shell_quote(probe) + " " + probe_args;
 }
 
-// The load counter's library (common/load_counter/): $KIT_LOAD_COUNTER_PATH when set (set empty,
-// none: every count is Nsight Compute's), else the path the kit's build compiled in. "" when there
-// is none or it cannot be read.
+// The load counter's library (common/load_counter/) that counts global loads, or "" for Nsight
+// Compute: $KIT_LOAD_COUNTER_PATH where it names a readable file. Off unless asked for (the
+// grader's `bench --load-counter`, an experiment): a student's code in the probe can forge its
+// count (docs/design/tests.md, "The load counter"). A path LD_PRELOAD would split (a space or a
+// colon) is refused too, so that the counter is never loaded after the student's constructors.
 inline std::string load_counter_path() {
   const char* given = std::getenv("KIT_LOAD_COUNTER_PATH");
-#ifdef KIT_LOAD_COUNTER_PATH
-  const std::string path = given != nullptr ? given : KIT_LOAD_COUNTER_PATH;
-#else
   const std::string path = given != nullptr ? given : "";
+  if (path.empty() || path.find_first_of(" :") != std::string::npos) return "";
+  return access(path.c_str(), R_OK) == 0 ? path : "";
+}
+
+// The load counter the kit's build made, "" where it made none (no Compute Sanitizer API): what
+// the tests of the counter itself run.
+inline std::string built_load_counter_path() {
+#ifdef KIT_LOAD_COUNTER_PATH
+  return KIT_LOAD_COUNTER_PATH;
+#else
+  return "";
 #endif
-  return !path.empty() && access(path.c_str(), R_OK) == 0 ? path : "";
 }
 
 // What the load counter wrote on the judge's pipe (common/load_counter/load_counter.cpp): one
@@ -329,13 +338,19 @@ inline std::string counter_token() {
 constexpr int kCounterTokenFd = 1000;
 constexpr int kCounterLinesFd = 1001;
 
-// Makes `fd` the child's descriptor `target`, kept across exec.
-inline void give_child(int fd, int target) {
-  if (fd == target) {
-    fcntl(fd, F_SETFD, 0);
-  } else {
-    dup2(fd, target);
+// In the child, after fork: each of `from` made descriptor `to` (kept across exec), whatever
+// numbers they had; false if one cannot be. Every source is first moved above all the targets, so
+// that placing one never overwrites another still to be placed.
+inline bool place_descriptors(const int (&from)[4], const int (&to)[4]) {
+  int moved[4];
+  for (int i = 0; i < 4; ++i) {
+    moved[i] = fcntl(from[i], F_DUPFD_CLOEXEC, kCounterLinesFd + 1);
+    if (moved[i] < 0) return false;
   }
+  for (int i = 0; i < 4; ++i) {
+    if (dup2(moved[i], to[i]) != to[i]) return false;  // dup2 clears close-on-exec on `to`
+  }
+  return true;
 }
 
 }  // namespace detail
@@ -365,11 +380,11 @@ inline sanitizer::Run run_with_counter_pipes(const std::string& command, const s
   close(to_child[1]);
   const pid_t pid = written ? fork() : -1;
   if (pid == 0) {
-    dup2(output[1], 1);
-    dup2(output[1], 2);
-    detail::give_child(to_child[0], detail::kCounterTokenFd);
-    detail::give_child(from_counter[1], detail::kCounterLinesFd);
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    const int from[4] = {output[1], output[1], to_child[0], from_counter[1]};
+    const int to[4] = {1, 2, detail::kCounterTokenFd, detail::kCounterLinesFd};
+    if (detail::place_descriptors(from, to)) {
+      execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    }
     _exit(127);
   }
   close(to_child[0]), close(from_counter[1]), close(output[1]);
@@ -402,8 +417,10 @@ inline sanitizer::Run run_with_counter_pipes(const std::string& command, const s
     if (p.fd >= 0) close(p.fd);
   }
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited = -1;
+  while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
+  if (waited != pid) return r;  // exit_code stays -1: never read as a clean end
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.exit_code = 128 + WTERMSIG(status);
   return r;
@@ -443,7 +460,9 @@ inline Profile count_loads(const std::string& counter, const std::string& probe,
   const bool ended =
       p.run.exit_code == 0 || (p.run.exit_code == sanitizer::kWrongResult && p.result_wrong());
   usable = ended && c.complete;
-  if (!ended) {
+  if (p.run.exit_code < 0) {
+    p.counter_problem = "the probe could not be run or waited for";
+  } else if (!ended) {
     p.counter_problem = "the probe exited with code " + std::to_string(p.run.exit_code);
   } else if (!c.complete) {
     p.counter_problem = c.problem;
@@ -557,7 +576,9 @@ inline Profile profile_shared(const std::string& ncu, const std::string& metric,
 // gave none, before that is blamed on the student.
 inline std::string unusable_reason(const std::string& ncu, const std::string& metric,
                                    const std::string& probe) {
-  const Profile self = profile(ncu, metric, probe, "selftest");
+  // With `metric` shared with itself: the same ncu command as alone, never the load counter, since
+  // this asks about Nsight Compute.
+  const Profile self = profile(ncu, metric, probe, "selftest", {metric});
   if (self.run.exit_code == 0 && !self.kernels.empty()) return "";
   return "Nsight Compute cannot count " + metric +
          " on this machine: its run of the probe's own kernel gave no count (exit code " +
