@@ -121,7 +121,8 @@ function(kit_add_lab)
     target_link_libraries(${name}_tests PRIVATE ${name}_calls)
     target_include_directories(${name}_tests PRIVATE "${lab_dir}")
     # A new worker for each test case, when the grader runs several in one process.
-    target_sources(${name}_tests PRIVATE "${PROJECT_SOURCE_DIR}/common/src/fresh_workers.cpp")
+    target_sources(${name}_tests PRIVATE "${PROJECT_SOURCE_DIR}/common/src/fresh_workers.cpp"
+                                         "${PROJECT_SOURCE_DIR}/common/src/process_log_listener.cpp")
   else()
     target_link_libraries(${name}_tests PRIVATE ${name}_kernels)
   endif()

@@ -22,6 +22,7 @@
 
 #include "kit/cuda_check.hpp"
 #include "kit/device_memory.hpp"
+#include "kit/process_log.hpp"
 #include "kit/remote.hpp"
 #include "remote_wire.hpp"
 
@@ -249,6 +250,7 @@ class Worker {
     ::close(pair[1]);
     fd_ = pair[0];
     pid_ = child;
+    log_process_start(student ? "worker" : "reference worker");
   }
 
   // What became of a worker that stopped answering.

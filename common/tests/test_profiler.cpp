@@ -1,5 +1,6 @@
 // Reading Nsight Compute's report (kit/profiler.hpp) and the count a tiled kernel must reach
 // (kit/locality.hpp), on hand-made ncu output: no GPU and no ncu needed.
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include "fake_gate.hpp"
 #include "kit/gpu_gate.hpp"
 #include "kit/locality.hpp"
+#include "kit/process_log.hpp"
 #include "kit/profiler.hpp"
 #include "kit/sanitizer.hpp"
 
@@ -435,14 +437,24 @@ TEST_CASE("a counted run gets its token on one pipe and gives its lines back on 
   CHECK(none.empty());
 }
 
-TEST_CASE("code in the probe's executable runs only after the load counter has taken the token",
-          "[common]") {
+namespace {
+
+// The load counter the kit's build made; the test skips, saying why, where it made none.
+std::string built_counter_or_skip() {
   const std::string counter = kit::profiler::built_load_counter_path();
   if (counter.empty()) {
     SKIP(
         "the kit's load counter was not built here (no Compute Sanitizer API: "
         "common/load_counter/CMakeLists.txt)");
   }
+  return counter;
+}
+
+}  // namespace
+
+TEST_CASE("code in the probe's executable runs only after the load counter has taken the token",
+          "[common]") {
+  const std::string counter = built_counter_or_skip();
   const std::string forger = KIT_COUNTER_FORGER;
   bool usable = false;
   SECTION(
@@ -474,12 +486,7 @@ TEST_CASE("code in the probe's executable runs only after the load counter has t
 
 TEST_CASE("a counted probe that found P wrong is read and one that failed another way is not",
           "[common]") {
-  const std::string counter = kit::profiler::built_load_counter_path();
-  if (counter.empty()) {
-    SKIP(
-        "the kit's load counter was not built here (no Compute Sanitizer API: "
-        "common/load_counter/CMakeLists.txt)");
-  }
+  const std::string counter = built_counter_or_skip();
   // A stand-in probe, a bash script: the counter, preloaded into its shell, takes the token and
   // writes its end line when the shell exits (bash ends with exit; dash with _exit, which runs no
   // library's destructor).
@@ -511,5 +518,38 @@ TEST_CASE("a counted probe that found P wrong is read and one that failed anothe
       kit::profiler::count_loads(counter, probe, "crashed", usable);
   CHECK_FALSE(usable);
   CHECK(crashed.counter_problem == "the probe exited with code 1");
+  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
+}
+
+TEST_CASE("each run of a tool over the probe is logged against the test that ran it", "[common]") {
+  char folder[] = "/tmp/kit-process-log-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  const std::string log = std::string(folder) + "/processes.log";
+  const auto read_log = [&log] {
+    std::FILE* f = std::fopen(log.c_str(), "r");
+    std::string text;
+    if (f == nullptr) return text;
+    char buffer[256];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) text.append(buffer, n);
+    std::fclose(f);
+    return text;
+  };
+  {
+    const ScopedEnv logging("KIT_PROCESS_LOG", log.c_str());
+    kit::set_logged_test("tiled kernel has no shared-memory race under racecheck");
+    kit::sanitizer::run("/bin/true", "--tool racecheck", "probe", "tiles");
+    kit::sanitizer::run("/bin/true", "--tool racecheck", "probe", "strips");
+    kit::log_process_start("worker");
+    CHECK(read_log() ==
+          "tool\ttiled kernel has no shared-memory race under racecheck\n"
+          "tool\ttiled kernel has no shared-memory race under racecheck\n"
+          "worker\ttiled kernel has no shared-memory race under racecheck\n");
+  }
+  // Without the variable (CTest, make check): nothing written.
+  const ScopedEnv no_log("KIT_PROCESS_LOG", "");
+  kit::log_process_start("worker");
+  const std::string after = read_log();
+  CHECK(std::count(after.begin(), after.end(), '\n') == 3);
+  kit::set_logged_test("");
   std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }

@@ -154,6 +154,9 @@ class Outcome:
     duration: float = 0.0
     output: str = ""  # the console output, bounded
     needs_gpu: bool = False  # its listing tags it [gpu] (False for a test that was not listed)
+    # The processes starting CUDA it had its judge start, by kind (kit/process_log.hpp: "worker",
+    # "reference worker", "tool", "judge"): what the node's CUDA starts go to (grader bench).
+    processes: dict[str, int] = field(default_factory=dict)
 
 
 def scrubbed_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -378,8 +381,9 @@ def run_test(
     the worker it starts, and in the probes it runs, each confined by the command the judge is
     given (KIT_WORKER_COMMAND). Without one, the test process itself holds the student's code
     and is confined."""
-    result, report, limits_hit = _run_judge(exe, [name], work_dir, config, env, gate, worker)
+    result, report, limits_hit, started = _run_judge(exe, [name], work_dir, config, env, gate, worker)
     outcome = outcome_from(name, result, report, config)
+    outcome.processes = _all_kinds(started)  # one test: every start is its own
     if outcome.status is not Status.PASSED:
         outcome.messages.extend(limits_hit)
     return outcome
@@ -408,7 +412,7 @@ def run_test_group(
     (a crash's case may be written as a failure where alone it is a crash); after an exit code
     that disagrees with the report, none. A case the report lacks, or that ran past one test's
     limit, is not settled either."""
-    result, report, limits_hit = _run_judge(exe, names, work_dir, config, env, gate, worker)
+    result, report, limits_hit, started = _run_judge(exe, names, work_dir, config, env, gate, worker)
     killed = result.timed_out or result.returncode is None or result.returncode < 0
     root = _parse_report(report, cut_short=killed)
     if root is None and not result.timed_out:
@@ -426,6 +430,7 @@ def run_test_group(
         if seconds > config.timeout:
             continue  # over one test's time limit: alone it would have timed out, so it runs alone
         outcome = Outcome(name, Status.FAILED, duration=seconds, output=result.output)
+        outcome.processes = dict(started.get(name, {}))
         _fill_from_xml(outcome, case)
         if overall.get("success") == "true":
             skipped = overall.get("skips", "0") not in ("", "0")
@@ -508,9 +513,9 @@ def _run_judge(
     env: dict[str, str] | None,
     gate: GpuGate | None,
     worker: Path | None,
-) -> tuple[ProcessResult, str, list[str]]:
-    """Runs `names` (one test case, or a group) in one process: its result, its XML report and
-    the cgroup limits it ran into."""
+) -> tuple[ProcessResult, str, list[str], dict[str, dict[str, int]]]:
+    """Runs `names` (one test case, or a group) in one process: its result, its XML report, the
+    cgroup limits it ran into, and the processes starting CUDA it started, by test and kind."""
     run_dir = Path(tempfile.mkdtemp(prefix="test-", dir=work_dir))
     if len(names) == 1:
         selection = [names[0]]
@@ -529,6 +534,7 @@ def _run_judge(
             "console::colour-mode=none",
         ]
         environment = scrubbed_env(run_dir, {**(env or {}), **(gate.env() if gate else {})})
+        environment["KIT_PROCESS_LOG"] = str(run_dir / PROCESS_LOG)
         if worker is not None:
             environment.update(worker_env(worker, exe, run_dir, config, env or {}))
         elif config.sandbox is not None:
@@ -565,7 +571,35 @@ def _run_judge(
             )
             if cgroup is not None:
                 limits_hit = cgroup.limits_hit()
-    return result, report.text, limits_hit
+    return result, report.text, limits_hit, processes_started(run_dir / PROCESS_LOG)
+
+
+# Where a judge logs the processes starting CUDA it starts (kit/process_log.hpp), in its folder.
+PROCESS_LOG = "processes.log"
+
+
+def processes_started(log: Path) -> dict[str, dict[str, int]]:
+    """A judge's process log read: for each test named in it, how many of each kind it started.
+    Missing or unreadable: none (a count is lost, never a test)."""
+    started: dict[str, dict[str, int]] = {}
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return started
+    for line in text.splitlines():
+        kind, _, test = line.partition("\t")
+        if kind:
+            kinds = started.setdefault(test, {})
+            kinds[kind] = kinds.get(kind, 0) + 1
+    return started
+
+
+def _all_kinds(started: dict[str, dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for kinds in started.values():
+        for kind, count in kinds.items():
+            total[kind] = total.get(kind, 0) + count
+    return total
 
 
 # What a student's worker may write, in all: a file system of its own of this size (its pages

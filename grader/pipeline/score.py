@@ -31,6 +31,7 @@ class TestScore:
     masks: list[str] = field(default_factory=list)  # kit-mask lines: which elements of P were wrong
     duration: float = 0.0  # seconds its process ran (the grader's benchmark sums them)
     needs_gpu: bool = False  # tagged [gpu] in the kit's listing (known for the tests that ran)
+    processes: dict[str, int] = field(default_factory=dict)  # CUDA processes started, by kind (bench)
 
     @property
     def full_marks(self) -> bool:
@@ -183,6 +184,7 @@ def score_test(test: RubricTest, outcome: Outcome) -> TestScore:
         masks=masks_in(outcome.messages[:MESSAGES_KEPT]),
         duration=round(outcome.duration, 3),
         needs_gpu=outcome.needs_gpu,
+        processes=dict(outcome.processes),
     )
     if outcome.status is Status.PASSED:
         score.points = test.points

@@ -251,6 +251,43 @@ def slowest_tests(scores: dict[str, SubmissionScore], most: int = 10) -> list[tu
     return ranked[:most]
 
 
+@dataclass(frozen=True)
+class CudaStarts:
+    """The processes starting CUDA that the judges of a pass started (kit/process_log.hpp), by
+    kind and by test: a node starts them largely one after another whatever its GPUs
+    (bench/RESULTS.md, "Every GPU of a node"), so they bound the rate. A group's case that ran
+    again alone counts its run alone; its part of the group's run is not counted."""
+
+    by_kind: dict[str, int]
+    by_test: list[tuple[str, int, dict[str, int]]]  # (lab and test, processes, by kind), most first
+    student_labs: int
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_kind.values())
+
+    def summary(self) -> str:
+        kinds = ", ".join(
+            f"{kind} {count}" for kind, count in sorted(self.by_kind.items(), key=lambda kv: -kv[1])
+        )
+        per = self.total / self.student_labs if self.student_labs else 0.0
+        return f"{self.total} in all, {per:.1f} a student-lab ({kinds or 'none logged'})"
+
+
+def cuda_starts(scores: dict[str, SubmissionScore], student_labs: int) -> CudaStarts:
+    by_kind: dict[str, int] = {}
+    by_test: dict[str, dict[str, int]] = {}
+    for score in scores.values():
+        for lab in score.labs:
+            for test in lab.tests:
+                for kind, count in test.processes.items():
+                    by_kind[kind] = by_kind.get(kind, 0) + count
+                    kinds = by_test.setdefault(f"lab{lab.lab_id}: {test.name}", {})
+                    kinds[kind] = kinds.get(kind, 0) + count
+    ranked = sorted(((name, sum(k.values()), k) for name, k in by_test.items()), key=lambda row: -row[1])
+    return CudaStarts(by_kind, ranked, student_labs)
+
+
 def longest_runs(spans: list[Span], most: int = 8) -> list[tuple[float, str]]:
     """(seconds, 'student: test') of the test processes that ran longest, not counting the time
     they were parked for a window or a profiler turn, the longest first: one that runs for many
@@ -381,6 +418,11 @@ def run_bench(
     print("the test processes that ran longest, parked time left out (engine pass):")
     for seconds, run in longest_runs(engine.spans):
         print(f"  {seconds:7.1f} s  {run}")
+    starts = cuda_starts(engine.scores, engine.student_labs)
+    print(f"processes starting CUDA that the judges started (engine pass): {starts.summary()}")
+    for name, count, kinds in starts.by_test[:8]:
+        detail = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
+        print(f"  {count:5d}  {name} ({detail})")
     report: dict = {"passes": [_pass_json(p) for p in every_pass]}
     if fewer is not None:
         scaling, differences = _compared(fewer, engine)
@@ -484,6 +526,7 @@ def _pass_json(p: Pass) -> dict:
         "gpu_idle_s": round(p.timeline.gpu_idle_seconds, 2),
         "mean_gpu_running": round(p.timeline.mean_gpu_running, 2),
         "usage": p.usage.as_json() if p.usage is not None else None,
+        "cuda_processes": cuda_starts(p.scores, p.student_labs).by_kind,
         "totals": {student_id: score.points for student_id, score in p.scores.items()},
         # Each test's points and status, so that a total that moved between two benches
         # (scripts/bench_against.py) says which test moved it.

@@ -198,3 +198,27 @@ def test_turns_taken_again_are_counted_per_test_process_and_short_ones_right_aft
     ]
     assert repeated_turns(spans) == (2, 2, 1)
     assert repeated_turns([]) == (0, 0, 0)
+
+
+def test_cuda_starts_are_summed_by_kind_and_by_test_the_most_first():
+    def student(worker_starts: int) -> SubmissionScore:
+        tests = [
+            scoring.TestScore(
+                "speed", 5, 5, Status.PASSED, processes={"judge": 1, "worker": 1, "reference worker": 1}
+            ),
+            scoring.TestScore("race", 8, 8, Status.PASSED, processes={"tool": 2}),
+            scoring.TestScore("results", 10, 10, Status.FAILED, processes={"worker": worker_starts}),
+            scoring.TestScore("answers", 2, 2, Status.PASSED),
+        ]
+        return SubmissionScore("s", labs=[LabScore("03", "03_demo", "Demo", tests)])
+
+    starts = bench.cuda_starts({"a": student(1), "b": student(4)}, student_labs=2)
+    assert starts.by_kind == {"judge": 2, "worker": 7, "reference worker": 2, "tool": 4}
+    assert starts.total == 15
+    assert [(name, count) for name, count, _ in starts.by_test] == [
+        ("lab03: speed", 6),
+        ("lab03: results", 5),
+        ("lab03: race", 4),
+    ]
+    assert starts.summary() == "15 in all, 7.5 a student-lab (worker 7, tool 4, judge 2, reference worker 2)"
+    assert bench.cuda_starts({}, student_labs=0).summary() == "0 in all, 0.0 a student-lab (none logged)"

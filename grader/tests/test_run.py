@@ -9,7 +9,15 @@ import pytest
 
 from grader.confine.proc import ProcessResult, kill_started_groups, run_limited
 from grader.errors import GraderError
-from grader.pipeline.run import RunConfig, list_tests, outcome_from, parse_listing, run_test, scrubbed_env
+from grader.pipeline.run import (
+    RunConfig,
+    list_tests,
+    outcome_from,
+    parse_listing,
+    processes_started,
+    run_test,
+    scrubbed_env,
+)
 from grader.pipeline.score import names_a_cause
 
 from .conftest import write_fake_catch2
@@ -301,3 +309,14 @@ def test_a_labs_runs_alone_on_the_gpu_are_few():
 
     budget = RerunBudget()
     assert [budget.take() for _ in range(RERUNS_PER_LAB + 3)] == [True] * RERUNS_PER_LAB + [False] * 3
+
+
+def test_a_judges_process_log_is_read_by_test_and_kind_and_a_missing_one_is_none(tmp_path):
+    log = tmp_path / "processes.log"
+    log.write_text("worker\tfirst\ntool\tfirst\ntool\tfirst\nreference worker\tsecond\n\nworker\t\n")
+    assert processes_started(log) == {
+        "first": {"worker": 1, "tool": 2},
+        "second": {"reference worker": 1},
+        "": {"worker": 1},  # a start before any test case began
+    }
+    assert processes_started(tmp_path / "absent.log") == {}

@@ -278,3 +278,20 @@ def test_a_lab_with_one_shareable_test_runs_it_alone_as_before(tmp_path):
     outcomes = grade(tmp_path, tests, per_process=0)
     assert {outcome.status for outcome in outcomes.values()} == {Status.PASSED}
     assert sorted(processes(log).values()) == [["only one"], ["timed"]]
+
+
+def test_each_test_is_told_the_cuda_processes_its_judge_started_for_it(tmp_path):
+    # Two tests that share a judge and one alone, each logging what the kit's judge would
+    # (kit/process_log.hpp): the counts follow the test named in the log, not the process.
+    tests = [
+        {"name": "shared a", "tags": "[lab05][correctness][gpu]", "behaviour": "starts:worker"},
+        {"name": "shared b", "tags": "[lab05][correctness][gpu]", "behaviour": "starts:worker,judge"},
+        {"name": "alone", "tags": "[lab05][safety][alone][gpu]", "behaviour": "starts:tool,tool,worker"},
+        {"name": "starts none", "tags": "[lab05][concepts]", "behaviour": "pass"},
+    ]
+    outcomes = grade(tmp_path, tests)
+    assert outcomes["shared a"].processes == {"worker": 1}
+    assert outcomes["shared b"].processes == {"worker": 1, "judge": 1}
+    assert outcomes["alone"].processes == {"tool": 2, "worker": 1}
+    assert outcomes["starts none"].processes == {}
+    assert all(outcome.status is Status.PASSED for outcome in outcomes.values())

@@ -453,6 +453,7 @@ inline Profile count_loads(const std::string& counter, const std::string& probe,
   p.counted_by = "the kit's load counter";
   const std::string token = detail::counter_token();
   std::string lines;
+  log_process_start("tool");
   p.run = run_with_counter_pipes(sanitizer::confined(counted_command(counter, probe, probe_args)),
                                  token, lines);
   const CounterLines c = parse_counter(lines, token);
@@ -515,6 +516,7 @@ inline Profile profile(const std::string& ncu, const std::string& metric, const 
     p.run = kept->second;
   } else {
     for (int attempt = 1; attempt <= 3; ++attempt) {
+      log_process_start("tool");
       p.run = sanitizer::run_command(command);
       release_hold_of_ended_child();  // the probe's turn, had ncu killed it before it ended
       if (p.run.output.find("driver resource was unavailable") == std::string::npos) break;

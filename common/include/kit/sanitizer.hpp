@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kit/built_path.hpp"
+#include "kit/process_log.hpp"
 
 namespace kit::sanitizer {
 
@@ -110,6 +111,7 @@ inline Run run_command(const std::string& command, Reads reads = Reads::student_
 // Runs `tool_args` (e.g. "--tool racecheck") of compute-sanitizer on `probe probe_args`.
 inline Run run(const std::string& sanitizer_path, const std::string& tool_args,
                const std::string& probe, const std::string& probe_args) {
+  log_process_start("tool");
   return run_command(shell_quote(sanitizer_path) + " " + tool_args + " --error-exitcode " +
                      std::to_string(kErrorsFound) + " --print-limit 20 " + shell_quote(probe) +
                      " " + probe_args);

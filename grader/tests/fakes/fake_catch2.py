@@ -16,7 +16,9 @@ oom-once:<file> (fails with CUDA's out-of-memory error unless the file exists, w
 creates, and appends "<KIT_GPU_GATE or -> <name>" to it on every run, then passes),
 sleep:<seconds>[:<file>] (sleeps, then passes; with a file, then appends as pid does), badexit (a passing report, then exit code 3), where (fails naming its folder and its own path, as
 a sanitizer's command line does), pid:<file> (appends "<its process id> <name>", then passes),
-lane (sleeps 0.3 s, then fails with "<CUDA_VISIBLE_DEVICES> <KIT_GPU_BUS_ID>", "-" for either unset).
+lane (sleeps 0.3 s, then fails with "<CUDA_VISIBLE_DEVICES> <KIT_GPU_BUS_ID>", "-" for either unset),
+starts:<kind>,... (appends "<kind>\t<name>" for each to the file KIT_PROCESS_LOG names, as the
+kit's judge logs the processes starting CUDA it starts, then passes).
 
 With --input-file, it runs the tests the file names, one a line, in that order, in this one
 process, and writes one report holding each test's result (as Catch2 does), each as it ends;
@@ -81,6 +83,11 @@ def run(name, out):
             handle.write(text)
 
     if kind == "pass":
+        write(document(name, "", True))
+        return 0
+    if kind == "starts":
+        with open(os.environ["KIT_PROCESS_LOG"], "a") as log:
+            log.write("".join(f"{started}\t{name}\n" for started in arg.split(",")))
         write(document(name, "", True))
         return 0
     if kind == "fail":

@@ -1,0 +1,19 @@
+// Which processes a judge started that start CUDA, test by test, for the grader's bench: a node
+// starts CUDA processes largely one after another whatever its GPUs (bench/RESULTS.md, "Every GPU
+// of a node"), so how many a student-lab costs, and which tests start them, bounds the rate.
+// Where $KIT_PROCESS_LOG names a file, each start appends "<kind>\t<test>\n" to it: "worker" and
+// "reference worker" (a judge's workers), "tool" (a probe run under compute-sanitizer, Nsight
+// Compute or the load counter), "judge" (the judge's own context, the first time it has one).
+// Without the variable, nothing is written.
+#pragma once
+
+#include <string>
+
+namespace kit {
+
+// The test case now running in this process (the kit's Catch2 listener sets it).
+void set_logged_test(const std::string& name);
+
+void log_process_start(const char* kind);
+
+}  // namespace kit
