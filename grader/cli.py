@@ -293,6 +293,12 @@ def build_parser() -> argparse.ArgumentParser:
         "there while K or more run (compare the profiler turns' seconds with a pass without it)",
     )
     bench.add_argument(
+        "--modes-together",
+        action="store_true",
+        help="an experiment: a sanitizer test runs its probe's modes in one process instead of one "
+        "process a mode (fewer CUDA processes started; compare the rates and the scores)",
+    )
+    bench.add_argument(
         "--load-counter",
         action="store_true",
         help="an experiment: count global loads with the kit's load counter instead of Nsight Compute, "
@@ -596,6 +602,7 @@ def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
         exclusive_windows=not args.shared_windows,
         turn_slots=args.turn_slots,
         load_counter=args.load_counter,
+        modes_together=args.modes_together,
     )
     only = [name.strip() for name in args.only.split(",")] if args.only else None
     if args.copies < 1 or args.repeat < 0:

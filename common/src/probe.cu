@@ -37,7 +37,9 @@ int run_selftest() {
 }  // namespace
 
 int main(int argc, char** argv, const std::string& program, const std::vector<Mode>& modes) {
-  const std::vector<std::string> asked(argv + 1, argv + argc);
+  std::vector<std::string> asked(argv + 1, argv + argc);
+  const bool together = !asked.empty() && asked[0] == sanitizer::kModesTogether;
+  if (together) asked.erase(asked.begin());
   std::vector<const Mode*> chosen;
   for (const std::string& name : asked) {
     for (const Mode& m : modes) {
@@ -58,6 +60,13 @@ int main(int argc, char** argv, const std::string& program, const std::vector<Mo
     if (chosen.size() == 1) {
       mode = chosen[0]->name;
       return chosen[0]->run();
+    }
+    if (together) {
+      for (const Mode* m : chosen) {
+        mode = m->name;
+        if (const int code = m->run(); code != 0) return code;
+      }
+      return 0;
     }
     // Several trials for one run of Nsight Compute (kit/locality.hpp): one ncu start instead of
     // one per trial, and one turn as the GPU's profiling process (taken once the context

@@ -9,6 +9,7 @@
 #include "fake_gate.hpp"
 #include "kit/gpu_gate.hpp"
 #include "kit/locality.hpp"
+#include "kit/probe.hpp"
 #include "kit/process_log.hpp"
 #include "kit/profiler.hpp"
 #include "kit/sanitizer.hpp"
@@ -552,4 +553,57 @@ TEST_CASE("each run of a tool over the probe is logged against the test that ran
   CHECK(std::count(after.begin(), after.end(), '\n') == 3);
   kit::set_logged_test("");
   std::system(("rm -rf '" + std::string(folder) + "'").c_str());
+}
+
+TEST_CASE("a sanitizer test's modes run one process each or all in one when the grader asks",
+          "[common]") {
+  // A stand-in for compute-sanitizer that prints the probe and its arguments, past its options.
+  char folder[] = "/tmp/kit-fake-sanitizer-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  const std::string tool = std::string(folder) + "/compute-sanitizer";
+  std::FILE* f = std::fopen(tool.c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fputs("#!/bin/sh\nshift 6; echo \"probe args: $*\"\n", f);  // past the tool's options
+  std::fclose(f);
+  REQUIRE(std::system(("chmod +x '" + tool + "'").c_str()) == 0);
+  {
+    const ScopedEnv each("KIT_SANITIZER_MODES_TOGETHER", "0");
+    const std::vector<kit::sanitizer::ModesRun> runs =
+        kit::sanitizer::run_modes(tool, "--tool memcheck", "probe", {"tiles", "strips"});
+    REQUIRE(runs.size() == 2);
+    CHECK(runs[0].modes == "tiles");
+    CHECK_THAT(runs[1].run.output, Catch::Matchers::ContainsSubstring("probe args: probe strips"));
+  }
+  {
+    const ScopedEnv together("KIT_SANITIZER_MODES_TOGETHER", "1");
+    const std::vector<kit::sanitizer::ModesRun> runs =
+        kit::sanitizer::run_modes(tool, "--tool memcheck", "probe", {"square", "rect", "thin"});
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0].modes == "square, rect and thin");
+    CHECK_THAT(runs[0].run.output,
+               Catch::Matchers::ContainsSubstring("probe args: probe --together square rect thin"));
+    // One mode is one run, as before.
+    CHECK(kit::sanitizer::run_modes(tool, "--tool memcheck", "probe", {"tiles"})[0].modes ==
+          "tiles");
+  }
+  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
+}
+
+TEST_CASE("a probe given its modes together runs them in order as a plain process", "[common]") {
+  std::string ran;
+  const std::vector<kit::probe::Mode> modes = {
+      {"first", [&ran] { return ran += "first ", 0; }},
+      {"fails", [&ran] { return ran += "fails ", 4; }},
+      {"last", [&ran] { return ran += "last ", 0; }},
+  };
+  std::string program = "lab99_probe", together = kit::sanitizer::kModesTogether;
+  std::string first = "first", last = "last", fails = "fails";
+  char* clean[] = {program.data(), together.data(), first.data(), last.data()};
+  CHECK(kit::probe::main(4, clean, program, modes) == 0);
+  CHECK(ran == "first last ");
+  ran.clear();
+  // It stops at the first mode that fails, with that mode's exit code.
+  char* failing[] = {program.data(), together.data(), first.data(), fails.data(), last.data()};
+  CHECK(kit::probe::main(5, failing, program, modes) == 4);
+  CHECK(ran == "first fails ");
 }

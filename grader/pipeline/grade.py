@@ -82,6 +82,7 @@ class GradeOptions:
     exclusive_windows: bool = True  # False only in the bench's experiment (Scheduler says what)
     turn_slots: int | None = None  # GPU jobs running beside a profiler turn; a bench experiment
     load_counter: bool = False  # count global loads with the kit's load counter: an experiment (forgeable)
+    modes_together: bool = False  # a sanitizer's modes in one probe process: an experiment (bench)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,6 +313,8 @@ class Engine:
             # (docs/design/tests.md, "The load counter").
             counter = load_counter(harness) if self.options.load_counter else None
             env["KIT_LOAD_COUNTER_PATH"] = str(counter) if counter is not None else ""
+        if self.options.modes_together:
+            env["KIT_SANITIZER_MODES_TOGETHER"] = "1"  # kit::sanitizer::run_modes
         tests = [test for test in lab_harness.tests if lab.test(test.name) is not None]
         outcomes = run_tests(
             build.exe_path,

@@ -29,7 +29,10 @@ struct Mode {
 // `modes`, it runs them in order, stopping at the first that fails, as the GPU's one profiling
 // process throughout (kit::ExclusiveGpu, GpuUse::profiling) and with a kernel named trial_end
 // launched after each, so that one run of Nsight Compute can count every trial
-// (kit::profiler::Profile::trials).
+// (kit::profiler::Profile::trials). With sanitizer::kModesTogether first, it runs the modes after
+// it in order,
+// stopping at the first that fails, as a plain process: no turn, no marker (a sanitizer's run of
+// several modes in one process: kit::sanitizer::run_modes).
 int main(int argc, char** argv, const std::string& program, const std::vector<Mode>& modes);
 
 // What a probe prints on its standard output after checking a counted run's result (kit/

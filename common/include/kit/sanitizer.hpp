@@ -132,6 +132,40 @@ inline std::vector<Run> run_each(const std::string& sanitizer_path, const std::s
   return runs;
 }
 
+// A probe's first argument that runs the modes after it in one process as a plain one
+// (kit::probe::main): no profiler turn, no trial markers.
+inline const std::string kModesTogether = "--together";
+
+// What a run of the tool covered: one mode, or several in one process ("tiles and strips").
+struct ModesRun {
+  std::string modes;
+  Run run;
+};
+
+// Runs `tool_args` over each of the probe's `modes`: each in a process of its own, side by side
+// (run_each), or, where the grader asks for fewer CUDA processes (KIT_SANITIZER_MODES_TOGETHER=1,
+// `grader bench --modes-together`, an experiment), all in one process of the probe, one after
+// the other (kModesTogether): one start of CUDA and of the tool instead of one a mode. A
+// test passes or fails the same either way: it fails when any mode's run does, and a process that
+// stops at a failing mode fails it as that mode's own run would; what its message names differs.
+inline std::vector<ModesRun> run_modes(const std::string& sanitizer_path,
+                                       const std::string& tool_args, const std::string& probe,
+                                       const std::vector<std::string>& modes) {
+  const char* together = std::getenv("KIT_SANITIZER_MODES_TOGETHER");
+  if (modes.size() > 1 && together != nullptr && std::string(together) == "1") {
+    std::string args = kModesTogether, named;
+    for (std::size_t i = 0; i < modes.size(); ++i) {
+      args += " " + modes[i];
+      named += (i == 0 ? "" : i + 1 == modes.size() ? " and " : ", ") + modes[i];
+    }
+    return {{named, run(sanitizer_path, tool_args, probe, args)}};
+  }
+  std::vector<ModesRun> runs;
+  const std::vector<Run> each = run_each(sanitizer_path, tool_args, probe, modes);
+  for (std::size_t i = 0; i < modes.size(); ++i) runs.push_back({modes[i], each[i]});
+  return runs;
+}
+
 // Lines of a tool's output as a test quotes them in a failure message: each behind "| ", so that
 // nothing the student's program printed can pass for one of the kit's "hint:" lines.
 inline std::string quoted(const std::string& line) { return "| " + line + "\n"; }

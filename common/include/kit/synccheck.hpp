@@ -61,11 +61,10 @@ inline void check_barriers_reached(const std::string& tool, const std::string& p
                                    const std::string& kernels,
                                    const std::vector<std::string>& sources,
                                    const std::string& readme) {
-  const std::vector<sanitizer::Run> runs = sanitizer::run_each(tool, kTool, probe, modes);
   bool unusable_checked = false;
-  for (std::size_t i = 0; i < modes.size(); ++i) {
-    const sanitizer::Run& r = runs[i];
-    CAPTURE(modes[i], r.exit_code);
+  for (const sanitizer::ModesRun& run : sanitizer::run_modes(tool, kTool, probe, modes)) {
+    const sanitizer::Run& r = run.run;
+    CAPTURE(run.modes, r.exit_code);
     if (r.exit_code == 0) continue;
     if (r.exit_code == sanitizer::kErrorsFound) {
       const std::string where = first_line_in(r.output, sources);

@@ -380,11 +380,10 @@ TEST_CASE("dynamic kernel makes no out-of-bounds access under memcheck",
   const std::string memcheck = "--tool memcheck";
   const std::string probe = KIT_BUILT_PATH(KIT_PROBE_PATH);
   const std::vector<std::string> modes = {"tiles", "strips"};
-  const std::vector<kit::sanitizer::Run> runs =
-      kit::sanitizer::run_each(tool, memcheck, probe, modes);
-  for (std::size_t i = 0; i < modes.size(); ++i) {
-    const std::string& mode = modes[i];
-    const kit::sanitizer::Run& r = runs[i];
+  for (const kit::sanitizer::ModesRun& run :
+       kit::sanitizer::run_modes(tool, memcheck, probe, modes)) {
+    const std::string& mode = run.modes;
+    const kit::sanitizer::Run& r = run.run;
     CAPTURE(mode, r.command, r.exit_code);
     if (r.exit_code == 0) continue;
     if (r.exit_code == kit::sanitizer::kWrongResult) {
