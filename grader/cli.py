@@ -242,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_limits(validate)
     _add_grouping(validate)
+    _add_process_experiments(validate)
     validate.set_defaults(command=run_validate_command)
 
     bench = commands.add_parser(
@@ -292,19 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="an experiment: while a GPU's profiler turn is held or waited for, start no test process "
         "there while K or more run (compare the profiler turns' seconds with a pass without it)",
     )
-    bench.add_argument(
-        "--modes-together",
-        action="store_true",
-        help="an experiment: a sanitizer test runs its probe's modes in one process instead of one "
-        "process a mode (fewer CUDA processes started; compare the rates and the scores)",
-    )
-    bench.add_argument(
-        "--load-counter",
-        action="store_true",
-        help="an experiment: count global loads with the kit's load counter instead of Nsight Compute, "
-        "where it was built (no profiler turns; a student's code can forge its count, so grading never "
-        "uses it: compare the rates, the turns and the scores with a pass without it)",
-    )
+    _add_process_experiments(bench)
     bench.add_argument("--out", metavar="DIR", type=Path, help="write bench.json there")
     bench.add_argument("--work-dir", metavar="DIR", help=argparse.SUPPRESS)
     bench.add_argument("--keep-work", action="store_true", help=argparse.SUPPRESS)
@@ -417,6 +406,24 @@ def _add_gradebook_options(parser: argparse.ArgumentParser) -> None:
         choices=MISSING_CHOICES,
         help="what a roster student with no submission gets in the gradebook files (default: blank, "
         "no grade)",
+    )
+
+
+def _add_process_experiments(parser: argparse.ArgumentParser) -> None:
+    """Experiments that change how a test runs, not what it checks: bench measures them, validate
+    checks that every mutant and variant still scores as expected under them."""
+    parser.add_argument(
+        "--modes-together",
+        action="store_true",
+        help="an experiment: a sanitizer test runs its probe's modes in one process instead of one "
+        "process a mode (fewer CUDA processes started; compare the rates and the scores)",
+    )
+    parser.add_argument(
+        "--load-counter",
+        action="store_true",
+        help="an experiment: count global loads with the kit's load counter instead of Nsight Compute, "
+        "where it was built (no profiler turns; a student's code can forge its count, so grading never "
+        "uses it: compare the rates, the turns and the scores with a pass without it)",
     )
 
 
@@ -562,7 +569,12 @@ def _print_section(out_dir: Path, heading: str) -> None:
 
 def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
     # The kit's own solutions and mutants: trusted code, graded without the sandbox.
-    options = replace(grading.grade_options(kit, args), confine=False)
+    options = replace(
+        grading.grade_options(kit, args),
+        confine=False,
+        load_counter=args.load_counter,
+        modes_together=args.modes_together,
+    )
     only = frozenset(name.strip() for name in args.only.split(",") if name.strip()) if args.only else None
     if args.only is not None and not only:
         raise GraderError("validate --only: give the names of mutants or variants, e.g. --only early_return")

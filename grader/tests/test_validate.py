@@ -1,5 +1,7 @@
 """validate.py: verdicts from (fake) grading results, and the table."""
 
+import pytest
+
 from grader.pipeline.run import Status
 from grader.pipeline.score import LabScore
 from grader.pipeline.score import TestScore as Scored  # not named Test*, which pytest would collect
@@ -203,3 +205,18 @@ def test_the_first_hint_is_the_one_students_see(fake_kit):
     lab = lab_score(failed("a", 10, hints=["the result looks transposed"]), hidden)
     verdict = judge_mutant(mutant(fake_kit, loss=10), lab, "hint: the result looks transposed")
     assert (verdict.verdict, verdict.hint_shown) == (OK, "first")
+
+
+def test_validate_and_bench_take_the_same_process_experiments_and_grading_takes_none():
+    # validate must check the mutants under an experiment before bench's rate can be trusted,
+    # and grade offers no experiment: a class is graded the way validate checked by default.
+    from grader import cli
+
+    parser = cli.build_parser()
+    for command in ("validate", "bench"):
+        args = parser.parse_args([command, "--modes-together", "--load-counter"])
+        assert args.modes_together and args.load_counter
+        plain = parser.parse_args([command])
+        assert not plain.modes_together and not plain.load_counter
+    with pytest.raises(SystemExit):
+        parser.parse_args(["grade", "--modes-together"])
