@@ -16,7 +16,9 @@ CUDA_VISIBLE_DEVICES), a line per GPU and one for them all: whether a node start
 a second on several GPUs than on one (bench/RESULTS.md, "Every GPU of a node").
 --mps starts a CUDA MPS control daemon of its own for the run (nvidia-cuda-mps-control -d, its
 pipe and log folders fresh and given to every process) and stops it after: whether the processes
-start faster as clients of one server than with a context each.
+start faster as clients of one server than with a context each. (The grader does not use MPS: a
+fault in one client ends another's kernel; bench/RESULTS.md, "CUDA MPS, tried". This measures
+what that costs in starts.)
 """
 
 from __future__ import annotations
