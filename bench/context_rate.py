@@ -103,7 +103,8 @@ def mps_daemon(env: dict[str, str]) -> Iterator[dict[str, str]]:
     control = shutil.which("nvidia-cuda-mps-control", path=env.get("PATH"))
     if control is None:
         raise RuntimeError("nvidia-cuda-mps-control is not on PATH: CUDA MPS is not installed here")
-    with tempfile.TemporaryDirectory(prefix="context-rate-mps-") as folder:
+    # "quit" does not wait for the daemon to end: its folders may still be written as they go.
+    with tempfile.TemporaryDirectory(prefix="context-rate-mps-", ignore_cleanup_errors=True) as folder:
         mps = {
             **env,
             "CUDA_MPS_PIPE_DIRECTORY": str(Path(folder) / "pipe"),
@@ -111,15 +112,34 @@ def mps_daemon(env: dict[str, str]) -> Iterator[dict[str, str]]:
         }
         for name in ("pipe", "log"):
             (Path(folder) / name).mkdir()
-        started = subprocess.run([control, "-d"], env=mps, capture_output=True, text=True, check=False)
+        # The daemon sees every GPU, so that a client's CUDA_VISIBLE_DEVICES means what it does
+        # without MPS.
+        daemon = {key: value for key, value in mps.items() if key != "CUDA_VISIBLE_DEVICES"}
+        started = _quiet([control, "-d"], daemon)
         if started.returncode != 0:
             raise RuntimeError(
-                f"nvidia-cuda-mps-control -d failed: {(started.stdout + started.stderr).strip()}"
+                f"nvidia-cuda-mps-control -d failed (exit code {started.returncode}; its log: {folder}/log)"
             )
         try:
             yield mps
         finally:
-            subprocess.run([control], input="quit\n", env=mps, capture_output=True, text=True, check=False)
+            _quiet([control], daemon, b"quit\n")
+
+
+def _quiet(
+    command: list[str], env: dict[str, str], given: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """The MPS control program run with its output to nothing (so that a daemon keeping a pipe open
+    holds up nothing) and a time limit."""
+    return subprocess.run(
+        command,
+        env=env,
+        input=given,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
 
 
 def _line(label: str, rate: Rate) -> str:
@@ -161,6 +181,10 @@ def main(argv: list[str]) -> int:
     gpus = [gpu.strip() for gpu in args.gpus.split(",") if gpu.strip()] if args.gpus else []
     try:
         with mps_daemon(env) if args.mps else _unchanged(env) as run_env:
+            if args.mps:  # the server starts with its first client: not a measured one
+                subprocess.run(
+                    command, env=run_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+                )
             _print_rates(command, levels, args.processes, run_env, gpus)
     except RuntimeError as error:
         print(f"context_rate: {error}", file=sys.stderr)
@@ -188,8 +212,10 @@ def _print_rates(
             print(_line(str(level), rate) + f"  GPU {gpu}", flush=True)
         wall = max(rate.wall for rate in rates)
         total = sum(rate.processes for rate in rates)
+        failed = sum(rate.failed for rate in rates)
         per_second = total / wall if wall > 0 else 0.0
-        print(f"{'':>8} {total:>10} {wall:>8.2f} {per_second:>11.2f}  all {len(gpus)} GPUs", flush=True)
+        line = f"{'':>8} {total:>10} {wall:>8.2f} {per_second:>11.2f} {'':>12} {failed:>7}"
+        print(f"{line}  all {len(gpus)} GPUs", flush=True)
 
 
 def _split(argv: list[str]) -> tuple[list[str], list[str]]:

@@ -198,12 +198,12 @@ if ! command -v cuobjdump >/dev/null && [[ ! -x $cuda_bin/cuobjdump ]] && ! whee
   fi
 fi
 
-# 7. The Compute Sanitizer API, optional: the kit's load counter (common/load_counter/) counts
-# the locality tests' global loads with it instead of Nsight Compute, without a profiler's turn
-# on the GPU. The toolkit has it in compute-sanitizer/include where it is complete; where it is
-# not, NVIDIA's pip wheel brings the headers and the library into the kit's .venv
-# (site-packages/nvidia/cu13/{include,lib}, found there by CMake). Without it the locality tests
-# count with Nsight Compute, as before.
+# 7. The Compute Sanitizer API, optional: the kit's load counter (common/load_counter/), an
+# experiment that grading does not use (`grader bench --load-counter`; docs/design/tests.md,
+# "The load counter"), is built with it, and its CPU tests run in CI. The toolkit has it in
+# compute-sanitizer/include where it is complete; where it is not, NVIDIA's pip wheel brings the
+# headers and the library into the kit's .venv (site-packages/nvidia/cu13/{include,lib}, found
+# there by CMake). Without it the counter is not built; grading is the same either way.
 # The wheel is CUDA 13's: on an older toolkit (and its driver) it is left out.
 sanitizer_api_pin="nvidia-cuda-sanitizer-api==13.0.85"
 cuda_major=$("$cuda_bin/nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\..*/\1/p' | head -1)
@@ -217,7 +217,7 @@ if [[ $cuda_major == 13 && ! -f $cuda_bin/../compute-sanitizer/include/sanitizer
       "$sanitizer_api_pin" >>"$pip_log" 2>&1 && wheel_sanitizer_api; then
     say "installed the Compute Sanitizer API ($sanitizer_api_pin) into $venv for the load counter"
   else
-    say "note: no Compute Sanitizer API beside $cuda_bin and could not install it into $venv (offline, or no venv module; $pip_log): the locality tests count global loads with Nsight Compute"
+    say "note: no Compute Sanitizer API beside $cuda_bin and could not install it into $venv (offline, or no venv module; $pip_log): the load counter (an experiment) is not built"
   fi
 fi
 

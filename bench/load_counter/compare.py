@@ -1,5 +1,5 @@
 """Global loads counted two ways, on a GPU: Nsight Compute, and the kit's load counter
-(common/load_counter/), which the locality tests use where it was built (README.md). Builds the
+(common/load_counter/), an experiment grading does not use (README.md). Builds the
 counter and the labs' probes with the kit's CMake, then
 prints, for the reference and a few mutants, each probe's loads modes counted both ways, how long
 each run took, and what eight counter runs at once do. Run from the kit's root:

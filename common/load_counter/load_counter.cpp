@@ -48,8 +48,9 @@ auto& launches = *new std::map<Sanitizer_LaunchHandle, kit_load_counter::Counts*
 unsigned long long begun = 0;    // launches whose counts were set up
 unsigned long long counted = 0;  // launches whose line was written
 bool injected = false;           // the CUDA driver called InitializeInjection, which subscribed
-// Only for the kit's CPU tests, which have no CUDA driver to load the counter: an end line
-// without injection (read in the constructor, before any student code could set it).
+// Only in the copy built for the kit's CPU tests (KIT_LOAD_COUNT_TEST_HATCH), which have no CUDA
+// driver to load the counter: an end line without injection. Never in the copy a probe is given,
+// where a student's code could set the variable first.
 bool end_without_driver = false;
 
 void write_line(const std::string& text) {
@@ -87,7 +88,9 @@ __attribute__((constructor)) void read_token() {
   while (size > 0 && (token[size - 1] == '\n' || token[size - 1] == ' ')) --size;
   token[size] = '\0';
   unsetenv("KIT_LOAD_COUNT_TOKEN_FD");
+#ifdef KIT_LOAD_COUNT_TEST_HATCH
   end_without_driver = std::getenv("KIT_LOAD_COUNT_END_WITHOUT_DRIVER") != nullptr;
+#endif
 }
 
 // At the process's end (exit, or main's return): how many launches were begun and counted. A

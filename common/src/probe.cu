@@ -65,6 +65,10 @@ int main(int argc, char** argv, const std::string& program, const std::vector<Mo
       for (const Mode* m : chosen) {
         mode = m->name;
         if (const int code = m->run(); code != 0) return code;
+        // What one mode leaves pending or unchecked is not the next one's: its own process would
+        // not have seen it.
+        (void)cudaDeviceSynchronize();
+        (void)cudaGetLastError();
       }
       return 0;
     }

@@ -27,7 +27,11 @@ void log_process_start(const char* kind) {
   const char* path = std::getenv("KIT_PROCESS_LOG");
   if (path == nullptr || *path == '\0') return;
   const std::lock_guard<std::mutex> lock(logging);
-  const std::string line = std::string(kind) + "\t" + current_test() + "\n";
+  std::string line = std::string(kind) + "\t" + current_test();
+  for (char& c : line) {
+    if (c == '\n' || c == '\r') c = ' ';  // one line a start, whatever the name
+  }
+  line += "\n";
   const int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return;                            // a count lost, never a test
   (void)!::write(fd, line.data(), line.size());  // one write: whole lines with O_APPEND

@@ -24,6 +24,7 @@ class ProcessLog : public Catch::EventListenerBase {
       kit::log_process_start("judge");
       judge_logged_ = true;
     }
+    kit::set_logged_test("");  // a start between cases is no case's
   }
 
  private:

@@ -440,9 +440,11 @@ TEST_CASE("a counted run gets its token on one pipe and gives its lines back on 
 
 namespace {
 
-// The load counter the kit's build made; the test skips, saying why, where it made none.
-std::string built_counter_or_skip() {
-  const std::string counter = kit::profiler::built_load_counter_path();
+// The load counter the kit's build made (`for_tests`: its copy for tests, which can end without a
+// CUDA driver); the test skips, saying why, where it made none.
+std::string built_counter_or_skip(bool for_tests = false) {
+  const std::string counter = for_tests ? std::string(KIT_LOAD_COUNTER_FOR_TESTS)
+                                        : kit::profiler::built_load_counter_path();
   if (counter.empty()) {
     SKIP(
         "the kit's load counter was not built here (no Compute Sanitizer API: "
@@ -469,6 +471,8 @@ TEST_CASE("code in the probe's executable runs only after the load counter has t
     CHECK_THAT(p.counter_problem, Catch::Matchers::ContainsSubstring("without this run's token"));
   }
   SECTION("a program the CUDA driver never loaded the counter into has no count") {
+    // The copy a probe is given ignores the tests' variable: a student's code could set it.
+    const ScopedEnv no_driver("KIT_LOAD_COUNT_END_WITHOUT_DRIVER", "1");
     const kit::profiler::Profile p = kit::profiler::count_loads(counter, forger, "quiet", usable);
     CAPTURE(p.run.command, p.run.output);
     CHECK_FALSE(usable);  // no driver here: no InitializeInjection, so not a count of zero
@@ -477,7 +481,8 @@ TEST_CASE("code in the probe's executable runs only after the load counter has t
   SECTION(
       "told to end without the driver, a program that launches nothing has its end line alone") {
     const ScopedEnv no_driver("KIT_LOAD_COUNT_END_WITHOUT_DRIVER", "1");
-    const kit::profiler::Profile p = kit::profiler::count_loads(counter, forger, "quiet", usable);
+    const kit::profiler::Profile p =
+        kit::profiler::count_loads(built_counter_or_skip(true), forger, "quiet", usable);
     CAPTURE(p.run.command, p.run.output, p.counter_problem);
     CHECK(usable);
     CHECK(p.kernels.empty());
@@ -487,7 +492,7 @@ TEST_CASE("code in the probe's executable runs only after the load counter has t
 
 TEST_CASE("a counted probe that found P wrong is read and one that failed another way is not",
           "[common]") {
-  const std::string counter = built_counter_or_skip();
+  const std::string counter = built_counter_or_skip(true);
   // A stand-in probe, a bash script: the counter, preloaded into its shell, takes the token and
   // writes its end line when the shell exits (bash ends with exit; dash with _exit, which runs no
   // library's destructor).
@@ -590,6 +595,7 @@ TEST_CASE("a sanitizer test's modes run one process each or all in one when the 
 }
 
 TEST_CASE("a probe given its modes together runs them in order as a plain process", "[common]") {
+  kit_tests::FakeGate gate;  // a plain process asks for no profiler turn (nor anything else)
   std::string ran;
   const std::vector<kit::probe::Mode> modes = {
       {"first", [&ran] { return ran += "first ", 0; }},
@@ -606,4 +612,5 @@ TEST_CASE("a probe given its modes together runs them in order as a plain proces
   char* failing[] = {program.data(), together.data(), first.data(), fails.data(), last.data()};
   CHECK(kit::probe::main(5, failing, program, modes) == 4);
   CHECK(ran == "first fails ");
+  CHECK(gate.asked().empty());
 }

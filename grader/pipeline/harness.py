@@ -48,8 +48,9 @@ HARNESS_TARGET = "kit_harness"
 
 
 # The kit's load counter in the harness build, where CMake found the Compute Sanitizer API
-# (common/load_counter/CMakeLists.txt): the judges preload it into the probes that count global
-# loads, and the sandbox shows its folder to them.
+# (common/load_counter/CMakeLists.txt): with `bench --load-counter` or `validate --load-counter`
+# (an experiment), the judges preload it into the probes that count global loads, and the sandbox
+# shows its folder to them.
 LOAD_COUNTER = Path("load_counter") / "libkit_load_counter.so"
 
 

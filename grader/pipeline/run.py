@@ -16,6 +16,7 @@ import contextvars
 import os
 import re
 import signal
+import stat
 import tempfile
 import threading
 import xml.etree.ElementTree as ET
@@ -534,8 +535,10 @@ def _run_judge(
             "console::colour-mode=none",
         ]
         environment = scrubbed_env(run_dir, {**(env or {}), **(gate.env() if gate else {})})
-        environment["KIT_PROCESS_LOG"] = str(run_dir / PROCESS_LOG)
         if worker is not None:
+            # Only a judge logs (never a process holding the student's code: it could make the file
+            # a pipe the grader would wait on); the log is read as a plain file, bounded.
+            environment["KIT_PROCESS_LOG"] = str(run_dir / PROCESS_LOG)
             environment.update(worker_env(worker, exe, run_dir, config, env or {}))
         elif config.sandbox is not None:
             command = config.sandbox.wrap(
@@ -578,15 +581,27 @@ def _run_judge(
 PROCESS_LOG = "processes.log"
 
 
+PROCESS_LOG_LIMIT = 1 << 20
+
+
 def processes_started(log: Path) -> dict[str, dict[str, int]]:
     """A judge's process log read: for each test named in it, how many of each kind it started.
-    Missing or unreadable: none (a count is lost, never a test)."""
+    Missing, unreadable or not a plain file (never followed through a link, never waited on):
+    none, since a count is lost, never a test. Its first PROCESS_LOG_LIMIT bytes."""
     started: dict[str, dict[str, int]] = {}
     try:
-        text = log.read_text(encoding="utf-8", errors="replace")
+        fd = os.open(log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return started
-    for line in text.splitlines():
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return started
+        text = os.read(fd, PROCESS_LOG_LIMIT).decode("utf-8", errors="replace")
+    except OSError:
+        return started
+    finally:
+        os.close(fd)
+    for line in text.split("\n"):  # not splitlines(): a test's name may hold other separators
         kind, _, test = line.partition("\t")
         if kind:
             kinds = started.setdefault(test, {})

@@ -253,10 +253,12 @@ def slowest_tests(scores: dict[str, SubmissionScore], most: int = 10) -> list[tu
 
 @dataclass(frozen=True)
 class CudaStarts:
-    """The processes starting CUDA that the judges of a pass started (kit/process_log.hpp), by
-    kind and by test: a node starts them largely one after another whatever its GPUs
-    (bench/RESULTS.md, "Every GPU of a node"), so they bound the rate. A group's case that ran
-    again alone counts its run alone; its part of the group's run is not counted."""
+    """The processes the judges of a pass started for CUDA work (kit/process_log.hpp), by kind and
+    by test: a node starts CUDA processes largely one after another whatever its GPUs
+    (bench/RESULTS.md, "Every GPU of a node"), so they bound the rate. A worker counts when it is
+    started (one serving host calls alone never starts CUDA). Only settled outcomes carry counts:
+    a group's run whose case ran again alone, the crashed or timed-out case of a group, and a run
+    tried again after running out of memory are not counted, nor chart programs."""
 
     by_kind: dict[str, int]
     by_test: list[tuple[str, int, dict[str, int]]]  # (lab and test, processes, by kind), most first
@@ -419,11 +421,20 @@ def run_bench(
     for seconds, run in longest_runs(engine.spans):
         print(f"  {seconds:7.1f} s  {run}")
     starts = cuda_starts(engine.scores, engine.student_labs)
-    print(f"processes starting CUDA that the judges started (engine pass): {starts.summary()}")
+    print(f"processes the judges started for CUDA work (engine pass): {starts.summary()}")
     for name, count, kinds in starts.by_test[:8]:
         detail = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
         print(f"  {count:5d}  {name} ({detail})")
-    report: dict = {"passes": [_pass_json(p) for p in every_pass]}
+    report: dict = {
+        "passes": [_pass_json(p) for p in every_pass],
+        # How the tests ran, so that benches compared later (scripts/bench_against.py) say it.
+        "settings": {
+            "exclusive_windows": options.exclusive_windows,
+            "turn_slots": options.turn_slots,
+            "load_counter": options.load_counter,
+            "modes_together": options.modes_together,
+        },
+    }
     if fewer is not None:
         scaling, differences = _compared(fewer, engine)
         print(

@@ -45,6 +45,12 @@ def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_p
     assert "every score the same every time" in shown
     report = json.loads((tmp_path / "bench.json").read_text())
     assert [p["name"] for p in report["passes"]] == ["serial", "engine", "engine again (1)"]
+    assert report["settings"] == {
+        "exclusive_windows": True,
+        "turn_slots": None,
+        "load_counter": False,
+        "modes_together": False,
+    }
     assert report["passes"][0]["most_at_once"].get("cpu", 0) == 1  # serial means one at a time
     assert report["passes"][1]["totals"]["reference-copy1"] == 60
     tests = report["passes"][1]["tests"]["lab02-broken-copy1"]  # each test's points, for a comparison

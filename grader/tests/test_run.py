@@ -1,5 +1,6 @@
 """run.py: one process per test, statuses from Catch2's XML, time and output limits."""
 
+import os
 import subprocess
 import threading
 import time
@@ -320,3 +321,43 @@ def test_a_judges_process_log_is_read_by_test_and_kind_and_a_missing_one_is_none
         "": {"worker": 1},  # a start before any test case began
     }
     assert processes_started(tmp_path / "absent.log") == {}
+
+
+def test_a_process_log_that_is_not_a_plain_file_is_not_read(tmp_path):
+    # A pipe would hold the grader up, a link could point anywhere: neither is read.
+    fifo = tmp_path / "fifo.log"
+    os.mkfifo(fifo)
+    assert processes_started(fifo) == {}
+    (tmp_path / "real.log").write_text("worker\tfirst\n")
+    (tmp_path / "link.log").symlink_to(tmp_path / "real.log")
+    assert processes_started(tmp_path / "link.log") == {}
+    (tmp_path / "odd.log").write_text("worker\tname with \x1c a separator\n")
+    assert processes_started(tmp_path / "odd.log") == {"name with \x1c a separator": {"worker": 1}}
+
+
+LAB03_JUDGE = Path(os.environ.get("KIT_BUILD_DIR", "/nonexistent")) / "bin" / "lab03_tests"
+
+
+@pytest.mark.skipif(
+    not LAB03_JUDGE.is_file(), reason="KIT_BUILD_DIR has no lab03_tests (make test builds it)"
+)
+def test_the_kits_judge_logs_each_worker_it_starts_against_its_test(tmp_path):
+    # The real listener and judge (kit/process_log.hpp), on host-only cases that call the worker:
+    # each case that starts one logs it under its own name.
+    names = [
+        "host function rejects widths that are not positive multiples of the tile",
+        "host function rejects null matrices and tile widths other than 16 and 32",
+    ]
+    log = tmp_path / "processes.log"
+    listed = tmp_path / "tests.txt"
+    listed.write_text("".join(f"{name}\n" for name in names))
+    done = subprocess.run(
+        [str(LAB03_JUDGE), "--input-file", str(listed)],
+        env={**os.environ, "KIT_PROCESS_LOG": str(log)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    started = processes_started(log)
+    assert set(started) == set(names), done.stdout + done.stderr
+    assert all(kinds.get("worker", 0) >= 1 for kinds in started.values())

@@ -1,10 +1,11 @@
-// Which processes a judge started that start CUDA, test by test, for the grader's bench: a node
+// Which processes a judge started for CUDA work, test by test, for the grader's bench: a node
 // starts CUDA processes largely one after another whatever its GPUs (bench/RESULTS.md, "Every GPU
 // of a node"), so how many a student-lab costs, and which tests start them, bounds the rate.
 // Where $KIT_PROCESS_LOG names a file, each start appends "<kind>\t<test>\n" to it: "worker" and
-// "reference worker" (a judge's workers), "tool" (a probe run under compute-sanitizer, Nsight
-// Compute or the load counter), "judge" (the judge's own context, the first time it has one).
-// Without the variable, nothing is written.
+// "reference worker" (a judge's workers: each starts CUDA at its first GPU call, which a worker
+// serving host calls alone never makes), "tool" (a probe run under compute-sanitizer, Nsight
+// Compute or the load counter), "judge" (the judge's own CUDA start, the first time it has one).
+// A line break in a test's name is written as a space. Without the variable, nothing is written.
 #pragma once
 
 #include <string>

@@ -76,7 +76,9 @@ inline std::string confined(const std::string& command) {
   // The judge's TMPDIR and HOME are its own folder, which the worker's view does not hold:
   // compute-sanitizer and ncu, finding no temporary folder, refused to run (seen on an H200).
   // The view's fresh /tmp is theirs instead.
-  return out + "/usr/bin/env TMPDIR=/tmp HOME=/tmp /bin/sh -c " + shell_quote(command);
+  // KIT_PROCESS_LOG is the judge's (kit/process_log.hpp): not the probe's business.
+  return out + "/usr/bin/env -u KIT_PROCESS_LOG TMPDIR=/tmp HOME=/tmp /bin/sh -c " +
+         shell_quote(command);
 }
 
 // How run_command runs a command: confined as the worker is (anything that runs or reads the
