@@ -16,6 +16,18 @@
 
 namespace {
 
+// An executable script `name` in `folder` that holds `text`: a stand-in for a tool or a probe.
+std::string write_script(const std::string& folder, const std::string& name,
+                         const std::string& text) {
+  const std::string path = folder + "/" + name;
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  REQUIRE(std::system(("chmod +x '" + path + "'").c_str()) == 0);
+  return path;
+}
+
 // What `ncu --metrics ... --csv` printed around a run of lab 03's probe, abridged: its own
 // ==PROF== lines, the probe's output, then one CSV row per kernel and metric.
 const std::string kHeader =
@@ -335,12 +347,8 @@ TEST_CASE("a probe that Nsight Compute killed while it held the profiler turn do
   const NoLoadCounter ncu_alone;
   char folder[] = "/tmp/kit-fake-ncu-XXXXXX";
   REQUIRE(mkdtemp(folder) != nullptr);
-  const std::string ncu = std::string(folder) + "/ncu";
-  std::FILE* f = std::fopen(ncu.c_str(), "w");
-  REQUIRE(f != nullptr);
-  std::fputs("#!/bin/sh\nfd=${KIT_GPU_GATE%%,*}\neval \"printf P >&$fd\"\nkill -9 $$\n", f);
-  std::fclose(f);
-  REQUIRE(std::system(("chmod +x '" + ncu + "'").c_str()) == 0);
+  const std::string ncu = write_script(
+      folder, "ncu", "#!/bin/sh\nfd=${KIT_GPU_GATE%%,*}\neval \"printf P >&$fd\"\nkill -9 $$\n");
   kit_tests::FakeGate gate;
   const kit::profiler::Profile p =
       kit::profiler::profile(ncu, kit::profiler::kGlobalLoads, "probe", "loads-16");
@@ -498,19 +506,14 @@ TEST_CASE("a counted probe that found P wrong is read and one that failed anothe
   // library's destructor).
   char folder[] = "/tmp/kit-fake-probe-XXXXXX";
   REQUIRE(mkdtemp(folder) != nullptr);
-  const std::string probe = std::string(folder) + "/probe";
-  std::FILE* f = std::fopen(probe.c_str(), "w");
-  REQUIRE(f != nullptr);
-  std::fputs(
+  const std::string probe = write_script(
+      folder, "probe",
       "#!/bin/bash\n"
       "case $1 in\n"
       "  wrong) echo 'kit-probe-result: wrong'; echo 'P[0][1] is 3, expected 4' >&2; exit 4;;\n"
       "  says-nothing) exit 4;;\n"
       "  crashed) echo 'cudaErrorIllegalAddress' >&2; exit 1;;\n"
-      "esac\n",
-      f);
-  std::fclose(f);
-  REQUIRE(std::system(("chmod +x '" + probe + "'").c_str()) == 0);
+      "esac\n");
   const ScopedEnv no_driver("KIT_LOAD_COUNT_END_WITHOUT_DRIVER", "1");  // a shell, not CUDA
   bool usable = false;
   const kit::profiler::Profile wrong = kit::profiler::count_loads(counter, probe, "wrong", usable);
@@ -565,12 +568,8 @@ TEST_CASE("a sanitizer test's modes run one process each or all in one when the 
   // A stand-in for compute-sanitizer that prints the probe and its arguments, past its options.
   char folder[] = "/tmp/kit-fake-sanitizer-XXXXXX";
   REQUIRE(mkdtemp(folder) != nullptr);
-  const std::string tool = std::string(folder) + "/compute-sanitizer";
-  std::FILE* f = std::fopen(tool.c_str(), "w");
-  REQUIRE(f != nullptr);
-  std::fputs("#!/bin/sh\nshift 6; echo \"probe args: $*\"\n", f);  // past the tool's options
-  std::fclose(f);
-  REQUIRE(std::system(("chmod +x '" + tool + "'").c_str()) == 0);
+  const std::string tool =
+      write_script(folder, "compute-sanitizer", "#!/bin/sh\nshift 6; echo \"probe args: $*\"\n");
   {
     const ScopedEnv each("KIT_SANITIZER_MODES_TOGETHER", "0");
     const std::vector<kit::sanitizer::ModesRun> runs =
