@@ -33,7 +33,9 @@ MODES = ("loads-16", "loads-32")
 MUTANTS = ("no_shared_memory", "tiles_loaded_but_M_read_from_global")  # lab 03's, by name
 
 
-def build_probes(kit: Path, build: Path, kernels: str, labs: list[str]) -> None:
+def build_probes(
+    kit: Path, build: Path, kernels: str, labs: list[str], more: list[str] | None = None
+) -> None:
     subprocess.run(
         [
             "cmake",
@@ -57,6 +59,7 @@ def build_probes(kit: Path, build: Path, kernels: str, labs: list[str]) -> None:
             "16",
             "--target",
             "kit_load_counter",
+            *(more or []),
             *[PROBES[lab] for lab in labs],
         ],
         check=True,
@@ -106,11 +109,16 @@ _spawning = threading.Lock()
 
 
 def with_counter(
-    probe: Path, mode: str, counter: Path, confine: Callable[[list[str]], list[str]] | None = None
+    probe: Path,
+    mode: str,
+    counter: Path,
+    confine: Callable[[list[str]], list[str]] | None = None,
+    program: list[str] | None = None,
 ) -> tuple[float | None, float, str]:
     """The probe's loads as the judge counts them with the kit's load counter: preloaded, its
     token on one pipe and its lines on another. `confine`: wraps the command as the grader's
-    sandbox runs a worker (sandboxed_counter)."""
+    sandbox runs a worker (sandboxed_counter). `program`: another command counted instead of
+    `probe mode` (device_count's)."""
     token = secrets.token_hex(16)
     # Named on the probe's own command line only: a wrapper preloading the counter would take the
     # token first.
@@ -121,7 +129,8 @@ def with_counter(
         "KIT_LOAD_COUNT_TOKEN_FD": str(TOKEN_FD),
         "KIT_LOAD_COUNT_FD": str(LINES_FD),
     }
-    command = ["/usr/bin/env", *(f"{k}={v}" for k, v in settings.items()), str(probe), mode]
+    run = program if program is not None else [str(probe), mode]
+    command = ["/usr/bin/env", *(f"{k}={v}" for k, v in settings.items()), *run]
     if confine is not None:
         command = confine(command)
     token_read, token_write = os.pipe()
@@ -201,7 +210,9 @@ def sandboxed_counter(work: Path, probe: Path, counter: Path) -> Callable[[list[
     return lambda command: sandbox.wrap(command, scratch, folders)
 
 
-def compare(label: str, probe: Path, counter: Path, out: list[str]) -> None:
+def compare(label: str, probe: Path, counter: Path, out: list[str], device_count: Path | None = None) -> None:
+    """Each loads mode of `probe` counted by ncu and by the counter; with `device_count` (lab 03's),
+    also the lesson's kernel taken out of the probe and launched by the kit alone, counted."""
     for mode in MODES:
         ncu, ncu_s, ncu_why = with_ncu(probe, mode)
         requests, _, _ = with_ncu(probe, mode, REQUESTS)
@@ -211,9 +222,18 @@ def compare(label: str, probe: Path, counter: Path, out: list[str]) -> None:
             f"{label:45s} {mode:9s} ncu {ncu} ({ncu_s:.2f} s; L1 requests {requests})  "
             f"counter {mine} ({mine_s:.2f} s)  {same}"
         )
+        whys = [ncu_why, mine_why]
+        if device_count is not None:
+            tile = mode.removeprefix("loads-")
+            kernel = f"lab03::tiled_matmul_kernel<{tile}>("
+            alone, alone_s, alone_why = with_counter(
+                probe, mode, counter, program=[str(device_count), str(probe), kernel, tile]
+            )
+            line += f"  kernel alone {alone} ({alone_s:.2f} s) {'same' if alone == ncu else 'DIFFERENT'}"
+            whys.append(alone_why)
         print(line, flush=True)
         out.append(line)
-        for why in (ncu_why, mine_why):
+        for why in whys:
             if why:
                 print("    " + why.replace("\n", "\n    "), flush=True)
 
@@ -244,15 +264,23 @@ def main() -> int:
     lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="load-counter-") as folder:
         work = Path(folder)
-        build_probes(ROOT, work / "reference", "reference", list(PROBES))
+        build_probes(ROOT, work / "reference", "reference", list(PROBES), ["device_count"])
         counter = work / "reference" / "load_counter" / "libkit_load_counter.so"
+        device_count = work / "reference" / "bin" / "device_count"
         if not counter.is_file():
             sys.exit("the kit's build made no load counter: no Compute Sanitizer API (set KIT_SANITIZER_DIR)")
         for lab, program in PROBES.items():
-            compare(f"reference, lab {lab}", work / "reference" / "bin" / program, counter, lines)
+            alone = device_count if lab == "03" else None
+            compare(f"reference, lab {lab}", work / "reference" / "bin" / program, counter, lines, alone)
         for name, lab, kit in mutant_kits(work):
             build_probes(kit, work / f"build-{name}", "student", [lab])
-            compare(f"lab {lab} {name}", work / f"build-{name}" / "bin" / PROBES[lab], counter, lines)
+            compare(
+                f"lab {lab} {name}",
+                work / f"build-{name}" / "bin" / PROBES[lab],
+                counter,
+                lines,
+                device_count,
+            )
         probe = work / "reference" / "bin" / PROBES["03"]
         confine = sandboxed_counter(work, probe, counter)
         if confine is not None:
