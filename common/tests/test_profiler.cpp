@@ -467,32 +467,31 @@ TEST_CASE("code in the probe's executable runs only after the load counter has t
           "[common]") {
   const std::string counter = built_counter_or_skip();
   const std::string forger = KIT_COUNTER_FORGER;
-  bool usable = false;
   SECTION(
       "a constructor that reads the token's descriptor finds it empty, and its lines spoil the "
       "run") {
-    const kit::profiler::Profile p = kit::profiler::count_loads(counter, forger, "forge", usable);
+    const kit::profiler::Profile p = kit::profiler::count_loads(counter, forger, "forge");
     CAPTURE(p.run.command, p.run.output);
     CHECK(p.run.exit_code == 0);
     CHECK_THAT(p.run.output, Catch::Matchers::ContainsSubstring("read 0 bytes of the token"));
-    CHECK_FALSE(usable);
     CHECK_THAT(p.counter_problem, Catch::Matchers::ContainsSubstring("without this run's token"));
   }
   SECTION("a program the CUDA driver never loaded the counter into has no count") {
     // The copy a probe is given ignores the tests' variable: a student's code could set it.
     const ScopedEnv no_driver("KIT_LOAD_COUNT_END_WITHOUT_DRIVER", "1");
-    const kit::profiler::Profile p = kit::profiler::count_loads(counter, forger, "quiet", usable);
+    const kit::profiler::Profile p = kit::profiler::count_loads(counter, forger, "quiet");
     CAPTURE(p.run.command, p.run.output);
-    CHECK_FALSE(usable);  // no driver here: no InitializeInjection, so not a count of zero
+    CHECK_FALSE(p.counter_problem
+                    .empty());  // no driver here: no InitializeInjection, so not a count of zero
     CHECK_THAT(p.counter_problem, Catch::Matchers::ContainsSubstring("never started the counter"));
   }
   SECTION(
       "told to end without the driver, a program that launches nothing has its end line alone") {
     const ScopedEnv no_driver("KIT_LOAD_COUNT_END_WITHOUT_DRIVER", "1");
     const kit::profiler::Profile p =
-        kit::profiler::count_loads(built_counter_or_skip(true), forger, "quiet", usable);
+        kit::profiler::count_loads(built_counter_or_skip(true), forger, "quiet");
     CAPTURE(p.run.command, p.run.output, p.counter_problem);
-    CHECK(usable);
+    CHECK(p.counter_problem.empty());  // usable
     CHECK(p.kernels.empty());
     CHECK(p.counted_by == "the kit's load counter");
   }
@@ -515,17 +514,15 @@ TEST_CASE("a counted probe that found P wrong is read and one that failed anothe
       "  crashed) echo 'cudaErrorIllegalAddress' >&2; exit 1;;\n"
       "esac\n");
   const ScopedEnv no_driver("KIT_LOAD_COUNT_END_WITHOUT_DRIVER", "1");  // a shell, not CUDA
-  bool usable = false;
-  const kit::profiler::Profile wrong = kit::profiler::count_loads(counter, probe, "wrong", usable);
+  const kit::profiler::Profile wrong = kit::profiler::count_loads(counter, probe, "wrong");
   CAPTURE(wrong.run.output, wrong.counter_problem);
-  CHECK(usable);
+  CHECK(wrong.counter_problem.empty());  // usable
   CHECK(wrong.result_wrong());
   CHECK_THAT(wrong.explanation(), Catch::Matchers::ContainsSubstring("expected 4"));
-  kit::profiler::count_loads(counter, probe, "says-nothing", usable);
-  CHECK_FALSE(usable);  // exit code 4 without the probe's line: not the probe's wrong P
-  const kit::profiler::Profile crashed =
-      kit::profiler::count_loads(counter, probe, "crashed", usable);
-  CHECK_FALSE(usable);
+  // Exit code 4 without the probe's line: not the probe's wrong P.
+  CHECK(kit::profiler::count_loads(counter, probe, "says-nothing").counter_problem ==
+        "the probe exited with code 4");
+  const kit::profiler::Profile crashed = kit::profiler::count_loads(counter, probe, "crashed");
   CHECK(crashed.counter_problem == "the probe exited with code 1");
   std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }

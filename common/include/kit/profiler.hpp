@@ -1,8 +1,8 @@
 // Counting what a kernel did with Nsight Compute (ncu) from a test: a lab's probe runs the
 // student's kernel once, ncu counts one metric over every kernel the probe launched, and the
-// test compares the count with what the lesson predicts (kit/locality.hpp). Global loads are
-// counted by the kit's load counter instead where it was built (common/load_counter/): no
-// profiler, so no turn as the GPU's one profiling process.
+// test compares the count with what the lesson predicts (kit/locality.hpp). Global loads can be
+// counted by the kit's load counter instead (common/load_counter/; an experiment, off unless
+// KIT_LOAD_COUNTER_PATH names it): no profiler, so no turn as the GPU's one profiling process.
 #pragma once
 
 #include <fcntl.h>
@@ -441,14 +441,14 @@ inline std::string counted_command(const std::string& counter, const std::string
 }
 
 // The probe's global loads in mode(s) `probe_args`, counted by the load counter `counter`,
-// confined as a probe under ncu is. The Profile is used only when `usable`: the counter's lines
-// are complete and the probe ended either with exit code 0 or having found P wrong (its exit code
-// sanitizer::kWrongResult and its line saying so: the test then fails on P, as under ncu, and
-// the count is not read); otherwise its counter_problem says why, and the caller counts with
-// Nsight Compute. A wrong P is most of the probes that fail (the bench's mutants), and an ncu run
-// after a counted one cost them both.
+// confined as a probe under ncu is. The Profile is used only when its counter_problem is empty:
+// the counter's lines are complete and the probe ended either with exit code 0 or having found P
+// wrong (its exit code sanitizer::kWrongResult and its line saying so: the test then fails on P, as
+// under ncu, and the count is not read); otherwise its counter_problem says why, and the caller
+// counts with Nsight Compute. A wrong P is most of the probes that fail (the bench's mutants), and
+// an ncu run after a counted one cost them both.
 inline Profile count_loads(const std::string& counter, const std::string& probe,
-                           const std::string& probe_args, bool& usable) {
+                           const std::string& probe_args) {
   Profile p;
   p.counted_by = "the kit's load counter";
   const std::string token = detail::counter_token();
@@ -460,7 +460,6 @@ inline Profile count_loads(const std::string& counter, const std::string& probe,
   p.kernels = c.kernels;
   const bool ended =
       p.run.exit_code == 0 || (p.run.exit_code == sanitizer::kWrongResult && p.result_wrong());
-  usable = ended && c.complete;
   if (p.run.exit_code < 0) {
     p.counter_problem = "the probe could not be run or waited for";
   } else if (!ended) {
@@ -483,35 +482,14 @@ inline Profile count_loads(const std::string& counter, const std::string& probe,
 // the kit's probes hold the GPU to themselves while profiled, but a profiler outside the grader's
 // control can still collide, so such a run is tried again, up to three times in all, before its
 // output is judged. It is never the student's doing.
-//
-// Global loads alone (kGlobalLoads, shared with no other metric) are counted by the load counter
-// where there is one (load_counter_path): the same count, instruction for instruction
-// (bench/RESULTS.md, "Global loads counted without Nsight Compute"), without a profiler's turn.
-// A counted run that did not end cleanly is not read: ncu counts that probe, as before, and the
-// Profile says why in counter_problem. So the counter decides no failure but a wrong P, which the
-// probe itself reports the same way under either: a probe that crashes or fails a CUDA call fails
-// under ncu, with ncu's messages.
-inline Profile profile(const std::string& ncu, const std::string& metric, const std::string& probe,
-                       const std::string& probe_args,
-                       const std::vector<std::string>& shared_with = {}) {
-  std::string counter_problem;
-  if (metric == kGlobalLoads && shared_with.empty()) {
-    if (const std::string counter = load_counter_path(); !counter.empty()) {
-      static std::map<std::string, Profile> counted;  // this process's clean counted runs
-      const std::string key = counter + "\n" + probe + "\n" + probe_args;
-      if (const auto kept = counted.find(key); kept != counted.end()) return kept->second;
-      bool usable = false;
-      Profile c = count_loads(counter, probe, probe_args, usable);
-      if (usable) return counted.emplace(key, c).first->second;
-      counter_problem = c.counter_problem;
-    }
-  }
+inline Profile profile_with_ncu(const std::string& ncu, const std::string& metric,
+                                const std::string& probe, const std::string& probe_args,
+                                const std::vector<std::string>& shared_with = {}) {
   std::vector<std::string> metrics = shared_with;
   metrics.push_back(metric);
   const std::string command = profile_command(ncu, metrics, probe, probe_args);
   static std::map<std::string, sanitizer::Run> finished;  // this process's runs
   Profile p;
-  p.counter_problem = counter_problem;
   if (const auto kept = finished.find(command); kept != finished.end()) {
     p.run = kept->second;
   } else {
@@ -525,6 +503,29 @@ inline Profile profile(const std::string& ncu, const std::string& metric, const 
     finished.emplace(command, p.run);
   }
   p.kernels = parse_csv(p.run.output, metric);
+  return p;
+}
+
+// profile_with_ncu, but global loads alone (kGlobalLoads, shared with no other metric) are
+// counted by the load counter first where one is asked for (load_counter_path): the same count,
+// instruction for instruction (bench/RESULTS.md, "Global loads counted without Nsight Compute"),
+// without a profiler's turn. A counted run that did not end cleanly is not read: ncu counts that
+// probe, as before, and the Profile says why in counter_problem. So the counter decides no failure
+// but a wrong P, which the probe itself reports the same way under either: a probe that crashes or
+// fails a CUDA call fails under ncu, with ncu's messages.
+inline Profile profile(const std::string& ncu, const std::string& metric, const std::string& probe,
+                       const std::string& probe_args,
+                       const std::vector<std::string>& shared_with = {}) {
+  const std::string counter =
+      metric == kGlobalLoads && shared_with.empty() ? load_counter_path() : std::string();
+  if (counter.empty()) return profile_with_ncu(ncu, metric, probe, probe_args, shared_with);
+  static std::map<std::string, Profile> counted;  // this process's clean counted runs
+  const std::string key = counter + "\n" + probe + "\n" + probe_args;
+  if (const auto kept = counted.find(key); kept != counted.end()) return kept->second;
+  const Profile c = count_loads(counter, probe, probe_args);
+  if (c.counter_problem.empty()) return counted.emplace(key, c).first->second;
+  Profile p = profile_with_ncu(ncu, metric, probe, probe_args);
+  p.counter_problem = c.counter_problem;
   return p;
 }
 
@@ -578,9 +579,8 @@ inline Profile profile_shared(const std::string& ncu, const std::string& metric,
 // gave none, before that is blamed on the student.
 inline std::string unusable_reason(const std::string& ncu, const std::string& metric,
                                    const std::string& probe) {
-  // With `metric` shared with itself: the same ncu command as alone, never the load counter, since
-  // this asks about Nsight Compute.
-  const Profile self = profile(ncu, metric, probe, "selftest", {metric});
+  const Profile self =
+      profile_with_ncu(ncu, metric, probe, "selftest");  // ncu's, not the counter's
   if (self.run.exit_code == 0 && !self.kernels.empty()) return "";
   return "Nsight Compute cannot count " + metric +
          " on this machine: its run of the probe's own kernel gave no count (exit code " +
