@@ -1,10 +1,10 @@
 // An experiment toward a load count no student code can forge (docs/design/tests.md, "The load
 // counter", "Forging"): a program of the kit's alone that takes the device code out of a lab's
 // probe (cuobjdump -xelf), loads the cubin that holds the lesson's kernel, and launches that
-// kernel itself with the lesson's configuration, on the probe's inputs, checking P as the probe
-// does. Run under the load counter, the process holds no host code of the student's: no
-// constructor, no symbol of the student's, no launcher. compare.py counts it beside ncu's count
-// of the probe itself.
+// kernel itself with the lesson's configuration, in the probe's own counted run
+// (kit::probe::run_counted_matmul: its inputs, its check of P). Run under the load counter, the
+// process holds no host code of the student's: no constructor, no symbol of the student's, no
+// launcher. compare.py counts it beside ncu's count of the probe itself.
 //
 //   device_count <probe> <kernel, demangled, e.g. "lab03::tiled_matmul_kernel<16>("> <tile>
 //
@@ -17,16 +17,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
-namespace {
+#include "kit/probe.hpp"
 
-constexpr int kWidth = 256;  // kit::probe::kCountedMatmulWidth
+namespace {
 
 void check(CUresult result, const char* call) {
   if (result == CUDA_SUCCESS) return;
@@ -95,8 +94,9 @@ int main(int argc, char** argv) {
   }
   const std::string probe = argv[1], kernel = argv[2];
   const int tile = std::atoi(argv[3]);
-  if (tile <= 0 || kWidth % tile != 0) {
-    std::fprintf(stderr, "device_count: the tile must divide %d\n", kWidth);
+  if (tile <= 0 || kit::probe::kCountedMatmulWidth % tile != 0) {
+    std::fprintf(stderr, "device_count: the tile must divide %d\n",
+                 kit::probe::kCountedMatmulWidth);
     return 2;
   }
   check(cuInit(0), "cuInit");
@@ -121,47 +121,17 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // The probe's inputs (kit::probe::run_counted_matmul): whole numbers, neither matrix
-  // symmetric within a tile, so that P is exact and a tile loaded transposed is wrong.
-  const std::size_t count = static_cast<std::size_t>(kWidth) * kWidth;
-  std::vector<float> M(count), N(count), P(count, std::nanf(""));
-  for (int r = 0; r < kWidth; ++r) {
-    for (int c = 0; c < kWidth; ++c) {
-      M[static_cast<std::size_t>(r) * kWidth + c] = static_cast<float>((r + 2 * c) % 7 - 3);
-      N[static_cast<std::size_t>(r) * kWidth + c] = static_cast<float>((3 * r + c) % 5 - 2);
-    }
-  }
-  CUdeviceptr dM = 0, dN = 0, dP = 0;
-  const std::size_t bytes = count * sizeof(float);
-  check(cuMemAlloc(&dM, bytes), "cuMemAlloc");
-  check(cuMemAlloc(&dN, bytes), "cuMemAlloc");
-  check(cuMemAlloc(&dP, bytes), "cuMemAlloc");
-  check(cuMemcpyHtoD(dM, M.data(), bytes), "cuMemcpyHtoD");
-  check(cuMemcpyHtoD(dN, N.data(), bytes), "cuMemcpyHtoD");
-  check(cuMemcpyHtoD(dP, P.data(), bytes), "cuMemcpyHtoD");  // P poisoned: NaN until written
-  int width = kWidth;
-  void* args[] = {&dM, &dN, &dP, &width};
-  const unsigned blocks = static_cast<unsigned>(kWidth / tile);
-  const unsigned threads = static_cast<unsigned>(tile);
-  check(cuLaunchKernel(function, blocks, blocks, 1, threads, threads, 1, 0, nullptr, args, nullptr),
-        "cuLaunchKernel");
-  check(cuCtxSynchronize(), "cuCtxSynchronize");
-  check(cuMemcpyDtoH(P.data(), dP, bytes), "cuMemcpyDtoH");
-  for (int r = 0; r < kWidth; ++r) {
-    for (int c = 0; c < kWidth; ++c) {
-      double want = 0.0;
-      for (int k = 0; k < kWidth; ++k) {
-        want += static_cast<double>(M[static_cast<std::size_t>(r) * kWidth + k]) *
-                N[static_cast<std::size_t>(k) * kWidth + c];
-      }
-      const float got = P[static_cast<std::size_t>(r) * kWidth + c];
-      if (std::isnan(got) || static_cast<double>(got) != want) {
-        std::printf("kit-probe-result: wrong\n");
-        std::fprintf(stderr, "device_count: P[%d][%d] is %g, expected %g\n", r, c, got, want);
-        return 4;
-      }
-    }
-  }
-  std::printf("kit-probe-result: right\n");
-  return 0;
+  // The probe's own run (kit::probe::run_counted_matmul): its inputs, P poisoned, the check and
+  // the result line; only the launch is the kit's here, tile x tile blocks.
+  return kit::probe::run_counted_matmul(
+      "device_count", kit::probe::kCountedMatmulWidth, tile,
+      [function, tile](const float* M, const float* N, float* P) {
+        int width = kit::probe::kCountedMatmulWidth;
+        void* args[] = {&M, &N, &P, &width};
+        const unsigned blocks = static_cast<unsigned>(width / tile);
+        const unsigned threads = static_cast<unsigned>(tile);
+        check(cuLaunchKernel(function, blocks, blocks, 1, threads, threads, 1, 0, nullptr, args,
+                             nullptr),
+              "cuLaunchKernel");
+      });
 }
