@@ -549,6 +549,9 @@ def _test_points(score: SubmissionScore) -> dict[str, dict]:
     return {
         f"lab{lab.lab_id} {test.name}": {"points": test.points, "status": str(test.status)}
         | ({"why": _why(test)} if not test.full_marks else {})
+        # The CUDA processes the test's judge started, by kind, so that a cut in them is seen
+        # per test and per mistake, not only in the pass's sum.
+        | ({"processes": dict(test.processes)} if test.processes else {})
         for lab in score.labs
         for test in lab.tests
     }
