@@ -55,7 +55,8 @@ class FreshWorkers : public Catch::EventListenerBase {
 
  private:
   // True when the student's worker holds no more device memory than after the first passing case
-  // it served; false when the driver's count is not readable (no GPU, no worker, no NVML).
+  // it served, or none at all, never having opened the GPU; false when the driver's count is not
+  // readable (no GPU, no worker, no NVML).
   bool at_baseline() {
     const long pid = kit::remote::worker_pid(kit::remote::Role::student);
     try {
@@ -68,6 +69,10 @@ class FreshWorkers : public Catch::EventListenerBase {
     }
     const long long used = kit::remote::process_device_memory(pid);
     if (pid <= 0 || used < 0) return false;
+    // A worker that never opened the GPU (host calls alone: lab 06's calculator) holds nothing
+    // and serves the next case; its first count with a context becomes the baseline. Before,
+    // such a worker's unreadable count started a new one for every case: 26 a lab 06 student.
+    if (used == 0) return true;
     if (pid != baseline_pid_) baseline_pid_ = pid, baseline_ = used;
     return used <= baseline_ + kGrowthAllowed;
   }

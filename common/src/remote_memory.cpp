@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -42,6 +43,22 @@ std::set<long> family(long pid) {
 
 long long worker_device_memory(std::string* why) {
   return process_device_memory(worker_pid(Role::student), why);
+}
+
+std::optional<bool> maps_gpu(long pid) {
+  if (pid <= 0) return std::nullopt;
+  for (long member : family(pid)) {
+    std::ifstream maps("/proc/" + std::to_string(member) + "/maps");
+    if (!maps) return std::nullopt;
+    std::string line;
+    bool read_any = false;
+    while (std::getline(maps, line)) {
+      read_any = true;
+      if (line.find("/dev/nvidia") != std::string::npos) return true;
+    }
+    if (!read_any || maps.bad()) return std::nullopt;  // a live process always maps something
+  }
+  return false;
 }
 
 long long process_device_memory(long pid, std::string* why) {
@@ -84,9 +101,13 @@ long long process_device_memory(long pid, std::string* why) {
   // A zero means something only where NVML's process ids are this namespace's, which a listed
   // process of ours shows. Where it lists neither this process (a judge makes no context of its
   // own unless a test needs one: common/src/gpu.cu) nor the worker's, the worker has no context,
-  // and so holds nothing, or NVML's ids are another namespace's: unknown. Either way the worker
-  // holds no device memory the judge could have read and stopped it for.
+  // and so holds nothing, or NVML's ids are another namespace's. The worker's maps tell the two
+  // apart: one that never mapped the driver's device files has never opened the GPU (lab 06's
+  // calculator, lab 05's configuration chooser: the worker makes no context for host calls), and
+  // holds nothing; otherwise the count is unknown. Either way the worker holds no device memory
+  // the judge could have read and stopped it for.
   if (!seen) {
+    if (maps_gpu(pid) == std::optional<bool>(false)) return 0;
     return fail(
         "NVML lists neither this process nor the worker: the worker has no CUDA context, or "
         "NVML's process ids are another namespace's");

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -24,6 +25,7 @@
 
 #include "kit/gpu.hpp"
 #include "kit/matrix.hpp"
+#include "kit/nvml.hpp"
 #include "kit/poison.hpp"
 #include "kit/remote.hpp"
 #include "kit/sass.hpp"
@@ -547,6 +549,23 @@ int run_in_one_process(const std::string& tag) {
 }
 }  // namespace
 
+TEST_CASE("a worker that made host calls alone maps none of the GPU driver's device files",
+          "[common][remote]") {
+  // What lets a test case keep a worker NVML does not list (kit::remote::maps_gpu).
+  kit::remote::stop_worker(role);
+  CHECK(kit::remote::maps_gpu(0) == std::nullopt);  // no process
+  CHECK(call<remote_test::Add, int>(role, 2, 3) == 5);
+  const long worker = kit::remote::worker_pid(role);
+  REQUIRE(worker > 0);
+  CHECK(kit::remote::maps_gpu(worker) == std::optional<bool>(false));
+  if (kit::gpu_status().usable) {
+    CHECK_NOTHROW(call<remote_test::Hog>(role, 1, 0));  // device work: the driver's files mapped
+    CHECK(kit::remote::maps_gpu(worker) == std::optional<bool>(true));
+  }
+  kit::remote::stop_worker(role);
+  CHECK(kit::remote::maps_gpu(worker) == std::nullopt);  // it has ended
+}
+
 // Two cases run together by the next one, in one process, in this order (hidden from CTest,
 // which runs each case in a process of its own).
 namespace {
@@ -559,19 +578,29 @@ TEST_CASE("fresh workers first case: a call starts a worker", "[.fresh_workers]"
   REQUIRE(first_case_worker > 0);
 }
 
-TEST_CASE("fresh workers second case: none runs until a call starts a new one",
+TEST_CASE("fresh workers second case: kept where the driver can be asked else a new one",
           "[.fresh_workers]") {
   REQUIRE(first_case_worker > 0);  // the first case ran before, in this process
+  if (kit::nvml::library().problem.empty()) {
+    // NVML lists neither process and the worker never mapped the GPU: it holds nothing, so it
+    // serves this case too (lab 06's calculator: one worker, not one a case).
+    CHECK(kit::remote::worker_pid(role) == first_case_worker);
+    CHECK(call<remote_test::Add, int>(role, 2, 2) == 4);
+    CHECK(kit::remote::worker_pid(role) == first_case_worker);
+    return;
+  }
+  // No driver to ask (no GPU): the count is unknown, so a new worker.
   CHECK(kit::remote::worker_pid(role) == 0);
   CHECK(::kill(static_cast<pid_t>(first_case_worker), 0) != 0);  // it has ended
   CHECK(call<remote_test::Add, int>(role, 2, 2) == 4);
   CHECK(kit::remote::worker_pid(role) != first_case_worker);
 }
 
-TEST_CASE("a test case meets a new worker where the driver cannot count the last one",
+TEST_CASE("a test case keeps a worker that never opened the GPU only where the driver says so",
           "[common][remote]") {
   // The grader may run several cases in one judge process; common/src/fresh_workers.cpp. These
-  // two make no device call, so NVML does not list the judge: no count, no keeping.
+  // two make no device call, so NVML lists neither the judge nor the worker: the worker's maps
+  // say it holds nothing where NVML can be asked, and without NVML nothing is known.
   CHECK(run_in_one_process("[fresh_workers]") == 0);
 }
 

@@ -27,6 +27,7 @@
 #include <cstring>
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -392,6 +393,11 @@ void drop_kept_copies(Role role);
 long long worker_device_memory(std::string* why = nullptr);
 // The same for process `pid` and the processes below it.
 long long process_device_memory(long pid, std::string* why = nullptr);
+// Whether process `pid` or one below it maps a device file of NVIDIA's driver (/dev/nvidiactl,
+// /dev/nvidia0, /dev/nvidia-uvm...), read from the kernel's maps of them: one that never did has
+// never opened the GPU, so it holds none of its memory. Unknown (nullopt) when a map cannot be
+// read (a process that ended, or one that made itself unreadable).
+std::optional<bool> maps_gpu(long pid);
 
 // The most device memory the driver may report for a student's worker before the judge stops
 // it: a test's limit for its own buffers (kit::device_memory_limit) and 1 GiB for the context,
