@@ -413,10 +413,10 @@ def _add_process_experiments(parser: argparse.ArgumentParser) -> None:
     """Experiments that change how a test runs, not what it checks: bench measures them, validate
     checks that every mutant and variant still scores as expected under them."""
     parser.add_argument(
-        "--modes-together",
+        "--modes-apart",
         action="store_true",
-        help="an experiment: a sanitizer test runs its probe's modes in one process instead of one "
-        "process a mode (fewer CUDA processes started; compare the rates and the scores)",
+        help="an experiment: a sanitizer test runs each of its probe's modes in a process of its own, "
+        "as before the default became one process for them all (compare the rates and the scores)",
     )
     parser.add_argument(
         "--load-counter",
@@ -573,7 +573,7 @@ def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
         grading.grade_options(kit, args),
         confine=False,
         load_counter=args.load_counter,
-        modes_together=args.modes_together,
+        modes_together=not args.modes_apart,
     )
     only = frozenset(name.strip() for name in args.only.split(",") if name.strip()) if args.only else None
     if args.only is not None and not only:
@@ -614,7 +614,7 @@ def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
         exclusive_windows=not args.shared_windows,
         turn_slots=args.turn_slots,
         load_counter=args.load_counter,
-        modes_together=args.modes_together,
+        modes_together=not args.modes_apart,
     )
     only = [name.strip() for name in args.only.split(",")] if args.only else None
     if args.copies < 1 or args.repeat < 0:

@@ -82,7 +82,9 @@ class GradeOptions:
     exclusive_windows: bool = True  # False only in the bench's experiment (Scheduler says what)
     turn_slots: int | None = None  # GPU jobs running beside a profiler turn; a bench experiment
     load_counter: bool = False  # count global loads with the kit's load counter: an experiment (forgeable)
-    modes_together: bool = False  # a sanitizer's modes in one probe process: an experiment (bench)
+    # A sanitizer test's modes in one probe process: one CUDA start instead of one a mode
+    # (kit::sanitizer::run_modes); off only for bench and validate --modes-apart.
+    modes_together: bool = True
 
 
 # ---------------------------------------------------------------------------------------------

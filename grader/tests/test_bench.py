@@ -49,7 +49,7 @@ def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_p
         "exclusive_windows": True,
         "turn_slots": None,
         "load_counter": False,
-        "modes_together": False,
+        "modes_together": True,
     }
     assert report["passes"][0]["most_at_once"].get("cpu", 0) == 1  # serial means one at a time
     assert report["passes"][1]["totals"]["reference-copy1"] == 60

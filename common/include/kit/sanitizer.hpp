@@ -144,10 +144,11 @@ struct ModesRun {
   Run run;
 };
 
-// Runs `tool_args` over each of the probe's `modes`: each in a process of its own, side by side
-// (run_each), or, where the grader asks for fewer CUDA processes (KIT_SANITIZER_MODES_TOGETHER=1,
-// `grader bench --modes-together`, an experiment), all in one process of the probe, one after
-// the other (kModesTogether): one start of CUDA and of the tool instead of one a mode. A
+// Runs `tool_args` over each of the probe's `modes`: where the grader asks for fewer CUDA
+// processes (KIT_SANITIZER_MODES_TOGETHER=1, its default), all in one process of the probe, one
+// after the other (kModesTogether): one start of CUDA and of the tool instead of one a mode;
+// otherwise (CTest, `grader bench --modes-apart`) each in a process of its own, side by side
+// (run_each). A
 // test passes or fails the same either way: it fails when any mode's run does, and a process that
 // stops at a failing mode fails it as that mode's own run would; what its message names differs.
 inline std::vector<ModesRun> run_modes(const std::string& sanitizer_path,
