@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,8 @@ int run_selftest() {
 
 int main(int argc, char** argv, const std::string& program, const std::vector<Mode>& modes) {
   std::vector<std::string> asked(argv + 1, argv + argc);
+  const bool profiled = !asked.empty() && asked[0] == kProfiled;
+  if (profiled) asked.erase(asked.begin());
   const bool together = !asked.empty() && asked[0] == sanitizer::kModesTogether;
   if (together) asked.erase(asked.begin());
   std::vector<const Mode*> chosen;
@@ -56,10 +59,20 @@ int main(int argc, char** argv, const std::string& program, const std::vector<Mo
   }
   std::string mode = selftest ? "selftest" : "";
   try {
-    if (selftest) return run_selftest();
-    if (chosen.size() == 1) {
-      mode = chosen[0]->name;
-      return chosen[0]->run();
+    if (selftest || chosen.size() == 1) {
+      if (!selftest) mode = chosen[0]->name;
+      // Under Nsight Compute one mode, or the selftest that asks whether ncu can count here at
+      // all, needs the GPU's profiling turn as several modes do: two processes profiled at once
+      // on a GPU fail with "a driver resource was unavailable", which the selftest reported as
+      // a machine that cannot count, skipping the test. The context comes first, as below; where
+      // it cannot be made, the mode's own calls say why.
+      std::optional<ExclusiveGpu> turn;
+      if (profiled) {
+        (void)cudaFree(nullptr);
+        (void)cudaGetLastError();
+        turn.emplace(GpuUse::profiling);
+      }
+      return selftest ? run_selftest() : chosen[0]->run();
     }
     if (together) {
       for (const Mode* m : chosen) {

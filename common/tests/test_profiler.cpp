@@ -246,6 +246,8 @@ std::string fake_ncu(const std::string& folder, const std::string& refused,
       f,
       "#!/bin/sh\n"
       "metrics=$2; shift 11; shift\n"
+      "[ \"$1\" = --profiled ] || { echo 'the probe was not told it is profiled'; exit 1; }; "
+      "shift\n"
       "case \"$metrics\" in *'%s'*) echo 'ERR_NVGPUCTRPERM'; exit 1;; esac\n"
       "echo '\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"'\n"
       "id=0\n"
@@ -588,6 +590,33 @@ TEST_CASE("a sanitizer test's modes run one process each or all in one when the 
           "tiles");
   }
   std::system(("rm -rf '" + std::string(folder) + "'").c_str());
+}
+
+TEST_CASE(
+    "a probe profiled by Nsight Compute takes the profiling turn for one mode or its selftest",
+    "[common]") {
+  // Two processes profiled at once on a GPU fail; the selftest, which asks whether ncu can count
+  // here, then said it could not, and the test was skipped (kit::profiler::unusable_reason).
+  std::string ran;
+  const std::vector<kit::probe::Mode> modes = {{"only", [&ran] { return ran += "only ", 0; }}};
+  std::string program = "lab99_probe", profiled = kit::probe::kProfiled, only = "only";
+  {
+    kit_tests::FakeGate gate;
+    gate.grant_once();
+    char* one[] = {program.data(), profiled.data(), only.data()};
+    CHECK(kit::probe::main(3, one, program, modes) == 0);
+    CHECK(ran == "only ");
+    CHECK(gate.asked() == "PR");
+  }
+  {
+    kit_tests::FakeGate gate;  // unprofiled (a sanitizer's run), one mode asks for nothing
+    char* plain[] = {program.data(), only.data()};
+    CHECK(kit::probe::main(2, plain, program, modes) == 0);
+    CHECK(gate.asked().empty());
+  }
+  // The command that runs the probe under ncu says so.
+  CHECK_THAT(kit::profiler::profile_command("ncu", {kit::profiler::kGlobalLoads}, "probe", "sizes"),
+             Catch::Matchers::EndsWith("'probe' --profiled sizes"));
 }
 
 TEST_CASE("a probe given its modes together runs them in order as a plain process", "[common]") {

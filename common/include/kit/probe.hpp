@@ -33,7 +33,12 @@ struct Mode {
 // it in order,
 // stopping at the first that fails, as a plain process: no turn, no marker (a sanitizer's run of
 // several modes in one process: kit::sanitizer::run_modes).
+// With kProfiled first (every run under Nsight Compute: kit::profiler::profile_command), one
+// mode or the selftest also runs as the GPU's one profiling process.
 int main(int argc, char** argv, const std::string& program, const std::vector<Mode>& modes);
+
+// The probe's first argument in every run under Nsight Compute.
+inline const std::string kProfiled = "--profiled";
 
 // What a probe prints on its standard output after checking a counted run's result (kit/
 // profiler.hpp reads it back from Nsight Compute's output): kResultRight, or kResultWrong and a

@@ -215,7 +215,8 @@ inline std::vector<KernelCount> parse_csv(const std::string& output, const std::
 // The command that runs the probe in mode(s) `probe_args` under ncu, counting every metric of
 // `metrics` (in a fixed order, so that tests asking for the same run ask with the same command).
 // The counts are exact whatever the clock and the caches, so ncu is told to leave both alone:
-// it changes no setting of the GPU, and needs no right to.
+// it changes no setting of the GPU, and needs no right to. The probe is told it is profiled
+// (probe::kProfiled), so that it takes the GPU's profiling turn whatever it runs.
 inline std::string profile_command(const std::string& ncu, std::vector<std::string> metrics,
                                    const std::string& probe, const std::string& probe_args) {
   std::sort(metrics.begin(), metrics.end());
@@ -225,7 +226,7 @@ inline std::string profile_command(const std::string& ncu, std::vector<std::stri
   return sanitizer::shell_quote(ncu) + " --metrics " + joined +
          " --csv --print-units base --clock-control none --cache-control none"
          " --print-kernel-base mangled " +
-         sanitizer::shell_quote(probe) + " " + probe_args;
+         sanitizer::shell_quote(probe) + " " + probe::kProfiled + " " + probe_args;
 }
 
 // The load counter's library (common/load_counter/) that counts global loads, or "" for Nsight
