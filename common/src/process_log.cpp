@@ -23,11 +23,23 @@ void set_logged_test(const std::string& name) {
   current_test() = name;
 }
 
-void log_process_start(const char* kind) {
+bool process_log_on() {
   const char* path = std::getenv("KIT_PROCESS_LOG");
-  if (path == nullptr || *path == '\0') return;
+  return path != nullptr && *path != '\0';
+}
+
+std::string logged_test() {
   const std::lock_guard<std::mutex> lock(logging);
-  std::string line = std::string(kind) + "\t" + current_test();
+  return current_test();
+}
+
+void log_process_start(const char* kind) { log_process_event(kind, logged_test()); }
+
+void log_process_event(const char* kind, const std::string& test) {
+  if (!process_log_on()) return;
+  const char* path = std::getenv("KIT_PROCESS_LOG");
+  const std::lock_guard<std::mutex> lock(logging);
+  std::string line = std::string(kind) + "\t" + test;
   for (char& c : line) {
     if (c == '\n' || c == '\r') c = ' ';  // one line a start, whatever the name
   }

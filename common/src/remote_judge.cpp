@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -175,6 +176,14 @@ class Worker {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
     if (pid_ > 0) {
+      // A worker that served host calls alone never started CUDA: the process log says so, for
+      // the test that started it, so that the bench counts CUDA starts and not processes (one
+      // that ended by itself, or cannot be read, counts as one that did).
+      if (process_log_on() && maps_gpu(pid_) == std::optional<bool>(false)) {
+        log_process_event(
+            role_ == Role::student ? "worker without CUDA" : "reference worker without CUDA",
+            started_in_);
+      }
       ::kill(pid_, SIGKILL);
       int status = 0;
       ::waitpid(pid_, &status, 0);
@@ -251,6 +260,7 @@ class Worker {
     fd_ = pair[0];
     pid_ = child;
     log_process_start(student ? "worker" : "reference worker");
+    started_in_ = logged_test();
   }
 
   // What became of a worker that stopped answering.
@@ -324,6 +334,7 @@ class Worker {
   }
 
   Role role_;
+  std::string started_in_;  // the test running when it started (kit/process_log.hpp)
   int fd_ = -1;
   pid_t pid_ = 0;
   std::chrono::steady_clock::time_point last_watch_{};

@@ -27,6 +27,7 @@
 #include "kit/matrix.hpp"
 #include "kit/nvml.hpp"
 #include "kit/poison.hpp"
+#include "kit/process_log.hpp"
 #include "kit/remote.hpp"
 #include "kit/sass.hpp"
 #include "kit/testing.hpp"
@@ -564,6 +565,27 @@ TEST_CASE("a worker that made host calls alone maps none of the GPU driver's dev
   }
   kit::remote::stop_worker(role);
   CHECK(kit::remote::maps_gpu(worker) == std::nullopt);  // it has ended
+}
+
+TEST_CASE("the process log says which workers never started CUDA", "[common][remote]") {
+  // The bench counts CUDA starts, not processes (kit/process_log.hpp).
+  char path[] = "/tmp/kit-process-log-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  kit::remote::stop_worker(role);
+  ::setenv("KIT_PROCESS_LOG", path, 1);
+  kit::set_logged_test("host calls alone");
+  CHECK(call<remote_test::Add, int>(role, 2, 3) == 5);
+  kit::remote::stop_worker(role);
+  ::unsetenv("KIT_PROCESS_LOG");
+  std::FILE* log = std::fopen(path, "r");
+  REQUIRE(log != nullptr);
+  std::string text;
+  for (int c; (c = std::fgetc(log)) != EOF;) text += static_cast<char>(c);
+  std::fclose(log);
+  ::unlink(path);
+  CHECK(text == "worker\thost calls alone\nworker without CUDA\thost calls alone\n");
 }
 
 // Two cases run together by the next one, in one process, in this order (hidden from CTest,

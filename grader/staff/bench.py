@@ -263,6 +263,7 @@ class CudaStarts:
     by_kind: dict[str, int]
     by_test: list[tuple[str, int, dict[str, int]]]  # (lab and test, processes, by kind), most first
     student_labs: int
+    workers_without_cuda: int = 0  # workers that served host calls alone: not in the counts
 
     @property
     def total(self) -> int:
@@ -273,21 +274,47 @@ class CudaStarts:
             f"{kind} {count}" for kind, count in sorted(self.by_kind.items(), key=lambda kv: -kv[1])
         )
         per = self.total / self.student_labs if self.student_labs else 0.0
-        return f"{self.total} in all, {per:.1f} a student-lab ({kinds or 'none logged'})"
+        besides = (
+            f"; besides, {self.workers_without_cuda} workers that never started CUDA"
+            if self.workers_without_cuda
+            else ""
+        )
+        return f"{self.total} in all, {per:.1f} a student-lab ({kinds or 'none logged'}){besides}"
+
+
+# What a judge logs of a worker it stops that never started CUDA (kit/process_log.hpp): the
+# worker was logged at its start too, so it comes off its kind's count here.
+WITHOUT_CUDA = " without CUDA"
+
+
+def _cuda_kinds(logged: dict[str, int]) -> tuple[dict[str, int], int]:
+    """A test's logged kinds as CUDA starts by kind, and the workers that never started CUDA."""
+    kinds = {kind: count for kind, count in logged.items() if not kind.endswith(WITHOUT_CUDA)}
+    without = 0
+    for kind, count in logged.items():
+        if kind.endswith(WITHOUT_CUDA):
+            base = kind[: -len(WITHOUT_CUDA)]
+            taken = min(count, kinds.get(base, 0))
+            kinds[base] = kinds.get(base, 0) - taken
+            without += taken
+    return {kind: count for kind, count in kinds.items() if count > 0}, without
 
 
 def cuda_starts(scores: dict[str, SubmissionScore], student_labs: int) -> CudaStarts:
     by_kind: dict[str, int] = {}
     by_test: dict[str, dict[str, int]] = {}
+    without_cuda = 0
     for score in scores.values():
         for lab in score.labs:
             for test in lab.tests:
-                for kind, count in test.processes.items():
+                started, without = _cuda_kinds(test.processes)
+                without_cuda += without
+                for kind, count in started.items():
                     by_kind[kind] = by_kind.get(kind, 0) + count
                     kinds = by_test.setdefault(f"lab{lab.lab_id}: {test.name}", {})
                     kinds[kind] = kinds.get(kind, 0) + count
     ranked = sorted(((name, sum(k.values()), k) for name, k in by_test.items()), key=lambda row: -row[1])
-    return CudaStarts(by_kind, ranked, student_labs)
+    return CudaStarts(by_kind, ranked, student_labs, without_cuda)
 
 
 def longest_runs(spans: list[Span], most: int = 8) -> list[tuple[float, str]]:
@@ -538,6 +565,7 @@ def _pass_json(p: Pass) -> dict:
         "mean_gpu_running": round(p.timeline.mean_gpu_running, 2),
         "usage": p.usage.as_json() if p.usage is not None else None,
         "cuda_processes": cuda_starts(p.scores, p.student_labs).by_kind,
+        "workers_without_cuda": cuda_starts(p.scores, p.student_labs).workers_without_cuda,
         "totals": {student_id: score.points for student_id, score in p.scores.items()},
         # Each test's points and status, so that a total that moved between two benches
         # (scripts/bench_against.py) says which test moved it.

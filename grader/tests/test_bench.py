@@ -228,3 +228,26 @@ def test_cuda_starts_are_summed_by_kind_and_by_test_the_most_first():
     ]
     assert starts.summary() == "15 in all, 7.5 a student-lab (worker 7, tool 4, judge 2, reference worker 2)"
     assert bench.cuda_starts({}, student_labs=0).summary() == "0 in all, 0.0 a student-lab (none logged)"
+
+
+def test_workers_that_never_started_cuda_come_off_the_cuda_starts():
+    # kit/process_log.hpp: a worker is logged at its start, and again when it is stopped without
+    # ever having opened the GPU (lab 06's calculator).
+    tests = [
+        scoring.TestScore(
+            "calculator",
+            5,
+            5,
+            Status.PASSED,
+            processes={"worker": 3, "worker without CUDA": 2, "reference worker without CUDA": 1},
+        ),
+        scoring.TestScore("race", 8, 8, Status.PASSED, processes={"tool": 1}),
+    ]
+    score = SubmissionScore("s", labs=[LabScore("06", "06_demo", "Demo", tests)])
+    starts = bench.cuda_starts({"a": score}, student_labs=1)
+    # One worker started CUDA; the reference's marker has no start to come off (a log cut short).
+    assert starts.by_kind == {"worker": 1, "tool": 1}
+    assert starts.workers_without_cuda == 2
+    assert starts.summary() == (
+        "2 in all, 2.0 a student-lab (worker 1, tool 1); besides, 2 workers that never started CUDA"
+    )
