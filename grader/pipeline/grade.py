@@ -63,6 +63,11 @@ from .stage import make_work_dir, stage_submission
 MANIFEST = "grading.json"  # what an --out folder was graded with, checked on resume
 
 
+# A sanitizer test's modes in one process of the probe (kit::sanitizer::run_modes): how grading,
+# and so make check, run them unless bench or validate is told --modes-apart.
+MODES_TOGETHER = {"KIT_SANITIZER_MODES_TOGETHER": "1"}
+
+
 @dataclass(frozen=True)
 class GradeOptions:
     labs: list[Lab]
@@ -316,7 +321,7 @@ class Engine:
             counter = load_counter(harness) if self.options.load_counter else None
             env["KIT_LOAD_COUNTER_PATH"] = str(counter) if counter is not None else ""
         if self.options.modes_together:
-            env["KIT_SANITIZER_MODES_TOGETHER"] = "1"  # kit::sanitizer::run_modes
+            env |= MODES_TOGETHER
         tests = [test for test in lab_harness.tests if lab.test(test.name) is not None]
         outcomes = run_tests(
             build.exe_path,
@@ -614,8 +619,15 @@ def check_lab(
         visible = [test for test in lab.tests if test.visibility == "visible"]
         log(f"running {len(visible)} visible tests of lab {lab.id} ...")
         with stoppable_pool(scheduler, max(8, 2 * scheduler.total_slots)) as pool:
+            # A sanitizer's modes run as grading runs them, so that a student sees its messages.
             outcomes = run_tests(
-                result.exe_path, [listed[test.name] for test in visible], run_dir, run, scheduler, pool
+                result.exe_path,
+                [listed[test.name] for test in visible],
+                run_dir,
+                run,
+                scheduler,
+                pool,
+                dict(MODES_TOGETHER),
             )
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)

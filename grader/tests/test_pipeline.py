@@ -392,6 +392,20 @@ def test_validate_without_a_gpu_says_not_run_instead_of_fail(fake_kit):
     }
 
 
+def test_check_runs_a_sanitizers_modes_as_grading_does(fake_kit, monkeypatch):
+    # A student's make check shows the messages grading gives: the modes in one probe process.
+    seen: list[dict[str, str] | None] = []
+    real = pipeline.run_tests
+
+    def spy(*args, **kwargs):
+        seen.append(args[6] if len(args) > 6 else kwargs.get("env"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "run_tests", spy)
+    check_lab02(fake_kit, TRANSPOSED)
+    assert seen and all(env == {"KIT_SANITIZER_MODES_TOGETHER": "1"} for env in seen)
+
+
 def test_check_runs_only_visible_tests_and_explains_performance(fake_kit, tmp_path):
     lab02_tests_behave(fake_kit, "metric:time_ratio_vs_cublas=1.8", lambda test: "speed" in test["name"])
     result = check_lab02(fake_kit, TRANSPOSED)
