@@ -203,8 +203,14 @@ def _startup_entries(tools: ObjectTools, obj: Path) -> list[tuple[str, str, int]
 
 
 def _run(command: list[str]) -> list[str]:
+    # In a process group of its own, as every process run_limited starts: a Ctrl-C reaches the
+    # grader's group at once, and a tool killed by it before the grader had noted the stop failed
+    # the submission under inspection with a "kit problem", whose report a resumed run then kept.
+    # Stopping a run kills such groups itself (proc.kill_started_groups).
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=60, check=False, start_new_session=True
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         raise GraderError(f"kit problem: could not run {command[0]} to inspect objects: {error}") from None
     if done.returncode != 0:

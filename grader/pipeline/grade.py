@@ -453,7 +453,10 @@ def grade_class(
     if not options.regrade:
         for student_id, _ in entries:
             previous = finished_score(out_dir / student_id)
-            if previous is not None:
+            # One the grader failed on is graded again: its failure may have been the machine's
+            # or the run's (a tool killed by the Ctrl-C that stopped it), and one the upload
+            # caused costs the same few seconds and gives the same report again.
+            if previous is not None and not previous.error:
                 kept[student_id] = previous
     todo = [(student_id, path) for student_id, path in entries if student_id not in kept]
     progress.start(len(entries), len(kept))

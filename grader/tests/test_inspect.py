@@ -79,3 +79,14 @@ def test_the_c_library_of_the_accepted_headers_is_allowed_but_not_files_or_proce
         assert allowed_use(Symbol(name, name, "U")), name
     for name in ("fopen", "getenv", "system", "fork", "clock_gettime"):
         assert not allowed_use(Symbol(name, name, "U")), name
+
+
+def test_the_inspection_tools_run_in_a_process_group_of_their_own():
+    # A Ctrl-C goes to the grader's process group: a tool in it died before the grader noted the
+    # stop, and failed the submission under inspection with a report a resumed run kept.
+    import os
+
+    from grader.confine import inspect
+
+    shown = inspect._run(["sh", "-c", "cut -d ' ' -f 5 /proc/$$/stat"])  # pgrp: "pid (sh) S ppid pgrp"
+    assert shown and int(shown[0].strip()) != os.getpgrp()

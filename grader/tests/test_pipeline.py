@@ -457,6 +457,13 @@ def test_cli_grade_validate_and_handout_on_the_fake_kit(fake_kit, tmp_path, monk
     capsys.readouterr()
     assert cli.main(["grade", *kit, "--labs", "02", "--out", str(out)]) == 0  # resumed: nothing left
     assert "3 already graded: kept" in capsys.readouterr().out
+    # A report the grader failed on is not kept: the next run grades that submission again.
+    record = out / "lab02-broken" / "score.json"
+    failed = json.loads(record.read_text())
+    record.write_text(json.dumps({**failed, "error": "kit problem: a tool was killed"}))
+    assert cli.main(["grade", *kit, "--labs", "02", "--out", str(out)]) == 0
+    assert "2 already graded: kept" in capsys.readouterr().out
+    assert json.loads(record.read_text())["error"] == failed["error"]
     assert cli.main(["grade", *kit, "--labs", "03", "--out", str(out)]) == 2  # other labs: refused
     assert "resume it with --labs 02" in capsys.readouterr().err
 
