@@ -5,6 +5,7 @@ that survives SIGKILL."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import signal
@@ -844,6 +845,9 @@ def test_ctrl_c_sigterm_and_sighup_stop_a_run_at_once_kill_its_tests_and_keep_on
     assert stopped_after < 2.0, (stopped_after, output)
     finished = sorted(path.parent.name for path in out.glob("*/score.json"))
     assert 0 < len(finished) < 6
+    # The stop failed no submission: a tool it killed is not a failure of the one it served.
+    errors = {path.parent.name: json.loads(path.read_text())["error"] for path in out.glob("*/score.json")}
+    assert not any(errors.values()), errors
     assert f"{len(finished)} of 6 submissions graded and kept in {out}" in output, output
     # Every process the run started names this test's folder (the confined ones too, seen here
     # from outside their PID namespace); an exiting one may linger for a moment.
