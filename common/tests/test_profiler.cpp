@@ -131,6 +131,15 @@ TEST_CASE("a tiled kernel's global loads are the counts measured on the H100", "
   CHECK(kit::tiled_global_loads(kit::probe::kCountedMatmulWidth, 16) == 65536.0);
 }
 
+TEST_CASE("the fewest global loads that read M and N stay far below a tiled kernel's", "[common]") {
+  const int width = kit::probe::kCountedMatmulWidth;
+  CHECK(kit::fewest_global_loads(width) == 1024.0);  // 2 x 256^2 floats, 128 a warp's load
+  for (int tile : {16, 32}) {
+    CAPTURE(tile);
+    CHECK(kit::tiled_global_loads(width, tile) >= 2 * kit::fewest_global_loads(width));
+  }
+}
+
 TEST_CASE("profiler splits one run of several probe trials at the kit's trial-end kernels",
           "[common]") {
   const std::string metric = kit::profiler::kGlobalLoads;
@@ -638,4 +647,72 @@ TEST_CASE("a probe given its modes together runs them in order as a plain proces
   CHECK(kit::probe::main(5, failing, program, modes) == 4);
   CHECK(ran == "first fails ");
   CHECK(gate.asked().empty());
+}
+
+namespace {
+// A stand-in for ncu that runs no probe: each of the probe's modes "computes P right" and its
+// kernel issues `loads` global load instructions, the kit's marker after each (kit::probe::main
+// under ncu with several modes).
+std::string fake_counting_ncu(const std::string& folder, int loads) {
+  return write_script(
+      folder, "ncu",
+      "#!/bin/sh\n"
+      "metric=$2; shift 11; shift; shift\n"  // ncu's options, the probe, --profiled
+      "echo '\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"'\n"
+      "id=0\n"
+      "for mode in \"$@\"; do\n"
+      "  echo 'kit-probe-result: right'\n"
+      "  echo "
+      "\"\\\"$id\\\",\\\"_Z19tiled_matmul_kernelPKfS0_Pfi\\\",\\\"$metric\\\",\\\"\\\",\\\"" +
+          std::to_string(loads) +
+          "\\\"\"\n"
+          "  id=$((id+1))\n"
+          "  echo \"\\\"$id\\\",\\\"_ZN3kit12_GLOBAL__N_19trial_endEv\\\",\\\"$metric\\\","
+          "\\\"\\\",\\\"0\\\"\"\n"
+          "  id=$((id+1))\n"
+          "done\n");
+}
+}  // namespace
+
+// Run by the next case in a process of its own, with the stand-in ncu first on PATH: a FAIL is
+// what it checks for.
+TEST_CASE("locality floor: kernels that load less than M and N hold fail", "[.locality_floor]") {
+  const NoLoadCounter ncu_alone;
+  kit::check_tiled_global_loads("probe", "", {{16, "loads-16"}, {32, "loads-32"}},
+                                {"tiled_matmul_kernel", "README section 5"});
+}
+
+TEST_CASE("a kernel that issues fewer global loads than reading M and N takes fails the count",
+          "[common]") {
+  char folder[] = "/tmp/kit-fake-ncu-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  REQUIRE(n > 0);
+  const auto judged = [&](int loads) {
+    fake_counting_ncu(folder, loads);
+    const std::string out = std::string(folder) + "/out.txt";
+    const std::string command = "PATH='" + std::string(folder) + "':\"$PATH\" '" +
+                                std::string(self, static_cast<std::size_t>(n)) +
+                                "' '[.locality_floor]' > '" + out + "' 2>&1";
+    const int status = std::system(command.c_str());
+    std::string text;
+    if (std::FILE* f = std::fopen(out.c_str(), "r")) {
+      for (int c; (c = std::fgetc(f)) != EOF;) text += static_cast<char>(c);
+      std::fclose(f);
+    }
+    return std::make_pair(status, text);
+  };
+  // An empty kernel beside P computed on the host: 0 loads. Below the floor, however few.
+  const auto [empty_status, empty_text] = judged(0);
+  CAPTURE(empty_text);
+  CHECK(empty_status != 0);
+  CHECK_THAT(empty_text, Catch::Matchers::ContainsSubstring("fewer than the 1024"));
+  CHECK_THAT(empty_text, Catch::Matchers::ContainsSubstring("did not read M and N"));
+  // A tiled kernel's own count at TILE_WIDTH 32 (the lower of the two) passes the floor.
+  const auto [tiled_status, tiled_text] = judged(32768);
+  CAPTURE(tiled_text);
+  CHECK(tiled_status == 0);
+  CHECK_THAT(tiled_text, Catch::Matchers::ContainsSubstring("global_load_ratio"));
+  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }

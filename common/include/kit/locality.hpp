@@ -28,6 +28,15 @@ inline double tiled_global_loads(int width, int tile) {
   return 2.0 * (static_cast<double>(width) * width / 32.0) * (width / tile);
 }
 
+// The fewest global load instructions that can read all of M and N (2 * width^2 floats) for a
+// width x width product: one warp's load instruction brings at most 32 threads x 16 bytes, 128
+// floats. Kernels that issued fewer did not read M and N from global memory with loads, however
+// P came out right (an empty kernel of the lesson's name beside P computed on the host scored a
+// ratio of 0, full marks). A tiled kernel issues width / 4 / tile times as many, 2 at the least.
+inline double fewest_global_loads(int width) {
+  return 2.0 * static_cast<double>(width) * width / 128.0;
+}
+
 // One run of the probe to count: its mode and the tile width it runs at.
 struct LoadCountTrial {
   int tile;
@@ -125,6 +134,17 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
            << p.explanation(6)
            << "hint: P was computed without a kernel (on the host?); the lab asks for "
            << lesson.kernel << " to compute it on the GPU.");
+    }
+    if (total < fewest_global_loads(width)) {
+      FAIL("P came out right, but the kernels launched at TILE_WIDTH "
+           << trial.tile << ", width " << width << " issued " << detail::count_text(total)
+           << " global load instructions (counted by " << p.counted_by << "), fewer than the "
+           << detail::count_text(fewest_global_loads(width))
+           << " that reading M and N once takes at 16 bytes a thread:\n"
+           << "hint: these kernels did not read M and N from global memory, so they did not "
+              "compute P from them; the lab asks "
+           << lesson.kernel << " to load its tiles of M and N with plain loads (" << lesson.readme
+           << ").");
     }
     const double expected = tiled_global_loads(width, trial.tile);
     const double ratio = total / expected;
