@@ -173,17 +173,18 @@ class Worker {
   }
 
   void stop() {
+    // A worker that served host calls alone never started CUDA: the process log says so, for
+    // the test that started it, so that the bench counts CUDA starts and not processes (one
+    // that ended by itself, or cannot be read, counts as one that did). Read before its socket
+    // closes: a worker that sees the close exits, and an ended process has no maps to read.
+    if (pid_ > 0 && process_log_on() && maps_gpu(pid_) == std::optional<bool>(false)) {
+      log_process_event(
+          role_ == Role::student ? "worker without CUDA" : "reference worker without CUDA",
+          started_in_);
+    }
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
     if (pid_ > 0) {
-      // A worker that served host calls alone never started CUDA: the process log says so, for
-      // the test that started it, so that the bench counts CUDA starts and not processes (one
-      // that ended by itself, or cannot be read, counts as one that did).
-      if (process_log_on() && maps_gpu(pid_) == std::optional<bool>(false)) {
-        log_process_event(
-            role_ == Role::student ? "worker without CUDA" : "reference worker without CUDA",
-            started_in_);
-      }
       ::kill(pid_, SIGKILL);
       int status = 0;
       ::waitpid(pid_, &status, 0);
