@@ -176,8 +176,9 @@ class Worker {
     // A worker that served host calls alone never started CUDA: the process log says so, for
     // the test that started it, so that the bench counts CUDA starts and not processes (one
     // that ended by itself, or cannot be read, counts as one that did). Read before its socket
-    // closes: a worker that sees the close exits, and an ended process has no maps to read.
-    if (pid_ > 0 && process_log_on() && maps_gpu(pid_) == std::optional<bool>(false)) {
+    // closes (a worker that sees the close exits, and an ended process holds nothing to read),
+    // from its descriptors alone, which takes no lock a wedged worker could hold.
+    if (pid_ > 0 && process_log_on() && holds_gpu_open(pid_, false) == std::optional<bool>(false)) {
       log_process_event(
           role_ == Role::student ? "worker without CUDA" : "reference worker without CUDA",
           started_in_);
@@ -260,8 +261,8 @@ class Worker {
     ::close(pair[1]);
     fd_ = pair[0];
     pid_ = child;
-    log_process_start(student ? "worker" : "reference worker");
     started_in_ = logged_test();
+    log_process_event(student ? "worker" : "reference worker", started_in_);
   }
 
   // What became of a worker that stopped answering.

@@ -39,24 +39,93 @@ std::set<long> family(long pid) {
   return all;
 }
 
+// family(pid), but only where every process's list of children could be read: a list that could
+// not be read hides a part of the family (a kernel without them, a /proc that shows none).
+std::optional<std::set<long>> whole_family(long pid) {
+  std::set<long> all{pid};
+  std::vector<long> todo{pid};
+  while (!todo.empty()) {
+    const long at = todo.back();
+    todo.pop_back();
+    const std::string tasks = "/proc/" + std::to_string(at) + "/task";
+    DIR* dir = opendir(tasks.c_str());
+    if (dir == nullptr) return std::nullopt;
+    bool listed = true;
+    while (dirent* entry = readdir(dir)) {
+      if (entry->d_name[0] == '.') continue;
+      std::ifstream children(tasks + "/" + entry->d_name + "/children");
+      if (!children) {
+        listed = false;
+        break;
+      }
+      for (long child; children >> child;) {
+        if (all.insert(child).second) todo.push_back(child);
+      }
+    }
+    closedir(dir);
+    if (!listed) return std::nullopt;
+  }
+  return all;
+}
+
+// The device files through which a process reaches the GPU's driver: NVIDIA's (/dev/nvidiactl,
+// /dev/nvidia0, /dev/nvidia-uvm...) and WSL's (/dev/dxg).
+bool names_gpu_device(const std::string& text) {
+  return text.find("/dev/nvidia") != std::string::npos ||
+         text.find("/dev/dxg") != std::string::npos;
+}
+
+// Whether process `pid` has one of them open through a descriptor; nullopt where its descriptors
+// cannot be read.
+std::optional<bool> descriptor_on_gpu(long pid) {
+  const std::string folder = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* dir = opendir(folder.c_str());
+  if (dir == nullptr) return std::nullopt;
+  bool found = false;
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    char target[4096];
+    const ssize_t n = ::readlink((folder + "/" + entry->d_name).c_str(), target, sizeof target - 1);
+    if (n > 0 && names_gpu_device(std::string(target, static_cast<std::size_t>(n)))) {
+      found = true;
+      break;
+    }
+  }
+  closedir(dir);
+  return found;
+}
+
+// Whether process `pid` maps one of them; nullopt where its maps cannot be read (a process that
+// has ended maps nothing, and a live one always maps something).
+std::optional<bool> mapping_of_gpu(long pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  if (!maps) return std::nullopt;
+  std::string line;
+  bool read_any = false;
+  while (std::getline(maps, line)) {
+    read_any = true;
+    if (names_gpu_device(line)) return true;
+  }
+  if (!read_any || maps.bad()) return std::nullopt;
+  return false;
+}
+
 }  // namespace
 
 long long worker_device_memory(std::string* why) {
   return process_device_memory(worker_pid(Role::student), why);
 }
 
-std::optional<bool> maps_gpu(long pid) {
+std::optional<bool> holds_gpu_open(long pid, bool read_maps) {
   if (pid <= 0) return std::nullopt;
-  for (long member : family(pid)) {
-    std::ifstream maps("/proc/" + std::to_string(member) + "/maps");
-    if (!maps) return std::nullopt;
-    std::string line;
-    bool read_any = false;
-    while (std::getline(maps, line)) {
-      read_any = true;
-      if (line.find("/dev/nvidia") != std::string::npos) return true;
-    }
-    if (!read_any || maps.bad()) return std::nullopt;  // a live process always maps something
+  const std::optional<std::set<long>> members = whole_family(pid);
+  if (!members) return std::nullopt;
+  for (long member : *members) {
+    const std::optional<bool> descriptor = descriptor_on_gpu(member);
+    if (!descriptor || *descriptor) return descriptor;
+    if (!read_maps) continue;
+    const std::optional<bool> mapping = mapping_of_gpu(member);
+    if (!mapping || *mapping) return mapping;
   }
   return false;
 }
@@ -101,13 +170,14 @@ long long process_device_memory(long pid, std::string* why) {
   // A zero means something only where NVML's process ids are this namespace's, which a listed
   // process of ours shows. Where it lists neither this process (a judge makes no context of its
   // own unless a test needs one: common/src/gpu.cu) nor the worker's, the worker has no context,
-  // and so holds nothing, or NVML's ids are another namespace's. The worker's maps tell the two
-  // apart: one that never mapped the driver's device files has never opened the GPU (lab 06's
-  // calculator, lab 05's configuration chooser: the worker makes no context for host calls), and
-  // holds nothing; otherwise the count is unknown. Either way the worker holds no device memory
-  // the judge could have read and stopped it for.
+  // and so holds nothing, or NVML's ids are another namespace's. The worker's descriptors and
+  // maps tell the two apart: a process's device memory lives only while it holds the driver's
+  // device file open, through a descriptor or a mapping, so one that holds neither holds nothing
+  // (lab 06's calculator, lab 05's configuration chooser: the worker makes no context for host
+  // calls); otherwise the count is unknown. Either way the worker holds no device memory the
+  // judge could have read and stopped it for.
   if (!seen) {
-    if (maps_gpu(pid) == std::optional<bool>(false)) return 0;
+    if (holds_gpu_open(pid) == std::optional<bool>(false)) return 0;
     return fail(
         "NVML lists neither this process nor the worker: the worker has no CUDA context, or "
         "NVML's process ids are another namespace's");

@@ -601,26 +601,31 @@ TEST_CASE("a sanitizer test's modes run one process each or all in one when the 
   std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }
 
-TEST_CASE(
-    "a probe profiled by Nsight Compute takes the profiling turn for one mode or its selftest",
-    "[common]") {
+TEST_CASE("a probe profiled by Nsight Compute holds the profiling turn while a single mode runs",
+          "[common]") {
   // Two processes profiled at once on a GPU fail; the selftest, which asks whether ncu can count
-  // here, then said it could not, and the test was skipped (kit::profiler::unusable_reason).
-  std::string ran;
-  const std::vector<kit::probe::Mode> modes = {{"only", [&ran] { return ran += "only ", 0; }}};
+  // here, then said it could not, and the test was skipped (kit::profiler::unusable_reason). The
+  // selftest takes the same path as a single mode (kit::probe::main).
   std::string program = "lab99_probe", profiled = kit::probe::kProfiled, only = "only";
   {
     kit_tests::FakeGate gate;
     gate.grant_once();
+    std::string asked_before_running;  // what the probe had asked when its mode ran
+    const std::vector<kit::probe::Mode> modes = {{"only", [&gate, &asked_before_running] {
+                                                    return asked_before_running = gate.asked(), 0;
+                                                  }}};
     char* one[] = {program.data(), profiled.data(), only.data()};
     CHECK(kit::probe::main(3, one, program, modes) == 0);
-    CHECK(ran == "only ");
-    CHECK(gate.asked() == "PR");
+    CHECK(asked_before_running == "P");  // the turn held while it ran
+    CHECK(gate.asked() == "R");          // and given back after
   }
   {
     kit_tests::FakeGate gate;  // unprofiled (a sanitizer's run), one mode asks for nothing
+    bool ran = false;
+    const std::vector<kit::probe::Mode> modes = {{"only", [&ran] { return ran = true, 0; }}};
     char* plain[] = {program.data(), only.data()};
     CHECK(kit::probe::main(2, plain, program, modes) == 0);
+    CHECK(ran);
     CHECK(gate.asked().empty());
   }
   // The command that runs the probe under ncu says so.

@@ -38,7 +38,7 @@ from ..errors import GraderError
 from ..pipeline.grade import GradeOptions, grade_class, open_out_dir, write_class_files
 from ..pipeline.gradebooks import GradebookRequest
 from ..pipeline.harness import prepare_harness
-from ..pipeline.report import SCORE_FILE, finished_score, write_atomically
+from ..pipeline.report import SCORE_FILE, finished_score, kept_score, write_atomically
 from ..pipeline.score import SubmissionScore
 from ..progress import Progress
 from ..rubric import Kit, Lab
@@ -232,7 +232,9 @@ def submit_class(
     plan.write(out_dir)
     if options.regrade:
         plan.regrade_since = since if since is not None else (state / "plan.json").stat().st_mtime
-    graded = {sid for sid, _ in entries if plan.graded(out_dir, sid) and finished_score(out_dir / sid)}
+    # A report the grader failed on is submitted again, as a resumed run on one machine grades it
+    # again (report.kept_score).
+    graded = {sid for sid, _ in entries if plan.graded(out_dir, sid) and kept_score(out_dir / sid)}
     todo = [sid for sid, _ in entries if sid not in graded]
     count = min(request.tasks or DEFAULT_TASKS, len(todo))
     plan.parts = [todo[index::count] for index in range(count)]  # by turns: each part a mix
@@ -497,7 +499,7 @@ def run_status(out_dir: Path) -> RunStatus:
         gradebook, plan_file = out_dir / "gradebook.csv", out_dir / STATE / "plan.json"
         newer = gradebook.exists() and gradebook.stat().st_mtime >= plan_file.stat().st_mtime
         finish_state = "written" if newer else "not written"
-    graded = sum(plan.graded(out_dir, sid) for sid, _ in plan.students)
+    graded = sum(1 for sid, _ in plan.students if plan.graded(out_dir, sid) and kept_score(out_dir / sid))
     return RunStatus(tasks, finish_state, graded, len(plan.students))
 
 

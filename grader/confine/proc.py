@@ -261,7 +261,8 @@ def kill_started_groups() -> int:
     """Kills the process group of every child of this process that leads one (each process
     run_limited started, with whatever it started in turn), and returns how many it signalled:
     what stopping a run (Ctrl-C) needs, since those groups do not get the terminal's SIGINT.
-    Other children (a tool run with subprocess.run) share the grader's group and got it."""
+    The inspection tools lead groups of their own too; other children (a setup check run with
+    subprocess.run) share the grader's group and got it."""
     me = os.getpid()
     signalled = 0
     for entry in Path("/proc").iterdir():

@@ -41,6 +41,7 @@ from .recipes import LabHarness
 from .report import (
     finished_score,
     format_points,
+    kept_score,
     summary_text,
     write_atomically,
     write_gradebook,
@@ -452,11 +453,8 @@ def grade_class(
     kept: dict[str, SubmissionScore] = {}
     if not options.regrade:
         for student_id, _ in entries:
-            previous = finished_score(out_dir / student_id)
-            # One the grader failed on is graded again: its failure may have been the machine's
-            # or the run's (a tool killed by the Ctrl-C that stopped it), and one the upload
-            # caused costs the same few seconds and gives the same report again.
-            if previous is not None and not previous.error:
+            previous = kept_score(out_dir / student_id)  # one the grader failed on: again
+            if previous is not None:
                 kept[student_id] = previous
     todo = [(student_id, path) for student_id, path in entries if student_id not in kept]
     progress.start(len(entries), len(kept))

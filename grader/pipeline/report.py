@@ -374,6 +374,15 @@ def finished_score(folder: Path) -> SubmissionScore | None:
         return None
 
 
+def kept_score(folder: Path) -> SubmissionScore | None:
+    """The score a resumed run keeps: a complete report's, unless the grader failed on that
+    submission. Its failure may have been the machine's or the interrupted run's (a tool killed by
+    the Ctrl-C that stopped it), and one the upload caused costs the same few seconds and gives
+    the same report again."""
+    score = finished_score(folder)
+    return score if score is not None and not score.error else None
+
+
 def score_to_json(score: SubmissionScore) -> dict:
     data = asdict(score)
     for lab, lab_data in zip(score.labs, data["labs"], strict=True):

@@ -544,6 +544,7 @@ def _file_name(pass_name: str) -> str:
 
 
 def _pass_json(p: Pass) -> dict:
+    starts = cuda_starts(p.scores, p.student_labs)
     return {
         "name": p.name,
         "student_labs": p.student_labs,
@@ -564,8 +565,8 @@ def _pass_json(p: Pass) -> dict:
         "gpu_idle_s": round(p.timeline.gpu_idle_seconds, 2),
         "mean_gpu_running": round(p.timeline.mean_gpu_running, 2),
         "usage": p.usage.as_json() if p.usage is not None else None,
-        "cuda_processes": cuda_starts(p.scores, p.student_labs).by_kind,
-        "workers_without_cuda": cuda_starts(p.scores, p.student_labs).workers_without_cuda,
+        "cuda_processes": starts.by_kind,
+        "workers_without_cuda": starts.workers_without_cuda,
         "totals": {student_id: score.points for student_id, score in p.scores.items()},
         # Each test's points and status, so that a total that moved between two benches
         # (scripts/bench_against.py) says which test moved it.
@@ -574,15 +575,19 @@ def _pass_json(p: Pass) -> dict:
 
 
 def _test_points(score: SubmissionScore) -> dict[str, dict]:
-    return {
-        f"lab{lab.lab_id} {test.name}": {"points": test.points, "status": str(test.status)}
-        | ({"why": _why(test)} if not test.full_marks else {})
-        # The CUDA processes the test's judge started, by kind, so that a cut in them is seen
-        # per test and per mistake, not only in the pass's sum.
-        | ({"processes": dict(test.processes)} if test.processes else {})
-        for lab in score.labs
-        for test in lab.tests
-    }
+    points: dict[str, dict] = {}
+    for lab in score.labs:
+        for test in lab.tests:
+            entry: dict = {"points": test.points, "status": str(test.status)}
+            if not test.full_marks:
+                entry["why"] = _why(test)
+            # The CUDA processes the test's judge started, by kind, so that a cut in them is seen
+            # per test and per mistake, not only in the pass's sum.
+            started, _ = _cuda_kinds(test.processes)
+            if started:
+                entry["processes"] = started
+            points[f"lab{lab.lab_id} {test.name}"] = entry
+    return points
 
 
 def _why(test: TestScore) -> str:

@@ -251,3 +251,5 @@ def test_workers_that_never_started_cuda_come_off_the_cuda_starts():
     assert starts.summary() == (
         "2 in all, 2.0 a student-lab (worker 1, tool 1); besides, 2 workers that never started CUDA"
     )
+    # bench.json's entry for each test counts the same way.
+    assert bench._test_points(score)["lab06 calculator"]["processes"] == {"worker": 1}

@@ -179,13 +179,20 @@ def test_a_cancelled_task_is_graded_again_by_the_same_command_and_no_one_twice(f
     left = sorted(set(plan.parts[1]) - set(graded))
     assert all(f"{sid}: not graded" in summary for sid in left), summary
 
+    # A report the grader failed on is not kept (report.kept_score): it is submitted again.
+    failed_on = sorted(graded)[0]
+    record = out / failed_on / "score.json"
+    record.write_text(json.dumps({**json.loads(record.read_text()), "error": "kit problem: killed"}))
+    graded = {sid: mtime for sid, mtime in graded.items() if sid != failed_on}
+
     # The same command: only the students left are submitted, and the others are not touched.
     again = on_slurm(fake_kit, env, klass, out, "--tasks", "2")
     said = again.stdout + again.stderr
     assert again.returncode == 0, said
     assert f"{len(graded)} of 6 students graded already: kept" in said
-    assert sorted(sid for part in Plan.read(out).parts for sid in part) == left
+    assert sorted(sid for part in Plan.read(out).parts for sid in part) == sorted([*left, failed_on])
     assert {sid: (out / sid / "score.json").stat().st_mtime_ns for sid in graded} == graded
+    assert not json.loads(record.read_text())["error"]
     rows = list(csv.reader((out / "gradebook.csv").open()))
     assert [row[0] for row in rows[1:]] == [f"s{i:02d}" for i in range(6)]
     assert all(row[-2:] == ["60", "60"] for row in rows[1:]), rows

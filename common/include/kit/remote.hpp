@@ -393,11 +393,13 @@ void drop_kept_copies(Role role);
 long long worker_device_memory(std::string* why = nullptr);
 // The same for process `pid` and the processes below it.
 long long process_device_memory(long pid, std::string* why = nullptr);
-// Whether process `pid` or one below it maps a device file of NVIDIA's driver (/dev/nvidiactl,
-// /dev/nvidia0, /dev/nvidia-uvm...), read from the kernel's maps of them: one that never did has
-// never opened the GPU, so it holds none of its memory. Unknown (nullopt) when a map cannot be
-// read (a process that ended, or one that made itself unreadable).
-std::optional<bool> maps_gpu(long pid);
+// Whether process `pid` or one below it holds a device file of the GPU's driver open
+// (/dev/nvidiactl, /dev/nvidia0, /dev/nvidia-uvm..., WSL's /dev/dxg): through a descriptor, or
+// with `read_maps`, a mapping too. A process's device memory lives only while it does, so one
+// that holds none has none. Unknown (nullopt) when a descriptor list, a map or a list of children
+// cannot be read (a process that ended, one that made itself unreadable). Without `read_maps` it
+// takes no lock of the process's memory (kit::remote::stop_worker on a worker that may be wedged).
+std::optional<bool> holds_gpu_open(long pid, bool read_maps = true);
 
 // The most device memory the driver may report for a student's worker before the judge stops
 // it: a test's limit for its own buffers (kit::device_memory_limit) and 1 GiB for the context,

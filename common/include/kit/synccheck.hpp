@@ -53,7 +53,8 @@ inline std::string report_lines(const std::string& output) {
                                {"Barrier error", "Divergent", "at ", "by thread", "SUMMARY"}, 10);
 }
 
-// The test itself: each of `modes` of `probe` (the lab's) under synccheck, side by side. A pass
+// The test itself: `modes` of `probe` (the lab's) under synccheck, in one process or side by
+// side (kit::sanitizer::run_modes). A pass
 // when none reports an error; a failure naming the barrier's line otherwise. `kernels` names
 // what ran, `sources` the student's files, `readme` the write-up's section on barriers.
 inline void check_barriers_reached(const std::string& tool, const std::string& probe,
