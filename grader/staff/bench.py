@@ -337,6 +337,57 @@ def longest_runs(spans: list[Span], most: int = 8) -> list[tuple[float, str]]:
     return sorted(runs, key=lambda run: -run[0])[:most]
 
 
+@dataclass(frozen=True)
+class LabStretch:
+    """One lab's tests in a pass: how many student-labs ran them, from the first test's start to
+    the last one's end, each student-lab's own stretch (its first test to its last) at the
+    median, and the profiler turns its tests held. In a class graded lab after lab (the sample
+    class, or a course graded a lab at a time) it says which lab bounds the rate, and why."""
+
+    lab: str
+    student_labs: int
+    first: float
+    last: float
+    median_stretch: float
+    turns: int
+    turn_seconds: float
+
+    @property
+    def per_minute(self) -> float:
+        return 60.0 * self.student_labs / (self.last - self.first) if self.last > self.first else 0.0
+
+
+def lab_stretches(spans: list[Span]) -> list[LabStretch]:
+    """LabStretch for each lab whose test processes the spans hold (keys "labNN_tests/...")."""
+    runs: dict[str, dict[str, list[float]]] = {}  # lab -> submission -> [first start, last end]
+    turns: dict[str, list[float]] = {}
+    for span in spans:
+        if span.key is None or span.who is None or "/" not in span.key:
+            continue
+        lab = span.key.split("/", 1)[0].removesuffix("_tests")
+        if span.kind == "profiler":
+            turns.setdefault(lab, []).append(span.end - span.start)
+        if span.kind not in ("gpu", "cpu"):
+            continue
+        stretch = runs.setdefault(lab, {}).setdefault(span.who, [span.start, span.end])
+        stretch[0], stretch[1] = min(stretch[0], span.start), max(stretch[1], span.end)
+    stretches = []
+    for lab in sorted(runs):
+        each = runs[lab].values()
+        stretches.append(
+            LabStretch(
+                lab,
+                len(each),
+                min(first for first, _ in each),
+                max(last for _, last in each),
+                statistics.median(last - first for first, last in each),
+                len(turns.get(lab, [])),
+                sum(turns.get(lab, [])),
+            )
+        )
+    return stretches
+
+
 def format_passes(passes: list[Pass]) -> str:
     header = (
         "pass",
@@ -441,7 +492,14 @@ def run_bench(
     )
     if engine.usage is not None:
         print(f"machine load (engine pass): {engine.usage.summary()}")
-    print("\nwhere the test processes' time went (engine pass, summed over submissions):")
+    print("\nby lab (engine pass): from its first test to its last, and a student-lab's own stretch")
+    for lab in lab_stretches(engine.spans):
+        print(
+            f"  {lab.lab}: {lab.student_labs} student-labs, {lab.first:.0f}-{lab.last:.0f} s "
+            f"({lab.per_minute:.1f} a minute over it), each {lab.median_stretch:.1f} s at the median; "
+            f"profiler turns {lab.turns}, {lab.turn_seconds:.1f} s"
+        )
+    print("where the test processes' time went (engine pass, summed over submissions):")
     for name, seconds, count in slowest_tests(engine.scores):
         print(f"  {seconds:7.1f} s  {count:3d} runs  {name}")
     print("the test processes that ran longest, parked time left out (engine pass):")

@@ -253,3 +253,22 @@ def test_workers_that_never_started_cuda_come_off_the_cuda_starts():
     )
     # bench.json's entry for each test counts the same way.
     assert bench._test_points(score)["lab06 calculator"]["processes"] == {"worker": 1}
+
+
+def test_each_labs_stretch_says_how_long_its_tests_took_and_its_turns():
+    spans = [
+        Span("cpu", 0.0, 1.0, None, "lab01_tests/answers", "ann"),
+        Span("gpu", 1.0, 3.0, "0", "lab01_tests/3 tests from ...", "ann"),
+        Span("gpu", 2.0, 12.0, "0", "lab03_tests/12 tests from ...", "bob"),
+        Span("parked", 4.0, 6.0, "0", "lab03_tests/12 tests from ...", "bob"),  # not a test's run
+        Span("profiler", 6.0, 7.5, "0", "lab03_tests/12 tests from ...", "bob"),
+        Span("gpu", 5.0, 20.0, "0", "lab03_tests/tiled kernel speed", "cat"),
+        Span("cpu", 0.5, 30.0, None, None, "cat"),  # a compile: no lab's test
+    ]
+    one, three = bench.lab_stretches(spans)
+    assert (one.lab, one.student_labs, one.first, one.last, one.median_stretch) == ("lab01", 1, 0.0, 3.0, 3.0)
+    assert (one.turns, one.turn_seconds) == (0, 0.0)
+    assert (three.lab, three.student_labs, three.first, three.last) == ("lab03", 2, 2.0, 20.0)
+    assert three.median_stretch == 12.5  # bob 10 s, cat 15 s
+    assert (three.turns, three.turn_seconds) == (1, 1.5)
+    assert three.per_minute == 60.0 * 2 / 18.0
