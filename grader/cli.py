@@ -437,6 +437,14 @@ def _add_grouping(parser: argparse.ArgumentParser) -> None:
         "process, a test keeping the workers of one that passed cleanly; 1 runs each alone, 0 all of "
         f"a lab's in one (default: {TESTS_PER_JUDGE})",
     )
+    parser.add_argument(
+        "--in-flight",
+        type=int,
+        metavar="N",
+        help="submissions graded at once, each with its tests queued together (default: half the "
+        "CPU slots, at least 2: enough to keep the slots busy, few enough that reports come out one "
+        "after another)",
+    )
 
 
 def _add_limits(parser: argparse.ArgumentParser) -> None:

@@ -76,7 +76,7 @@ def add_slurm_options(parser: argparse.ArgumentParser) -> None:
 # The grade command's options that a Slurm task grades with (OUT/.slurm/plan.json); the paths
 # among them absolute, since a task runs elsewhere.
 TASK_OPTIONS = (
-    "labs", "timeout", "build_timeout", "jobs", "gpu_slots", "tests_per_process", "cuda_arch",
+    "labs", "timeout", "build_timeout", "jobs", "gpu_slots", "tests_per_process", "in_flight", "cuda_arch",
     "unconfined", "keep_work", "regrade", "gradebook", "roster_id", "missing",
 )  # fmt: skip
 TASK_PATHS = ("work_dir", "roster")

@@ -44,6 +44,9 @@ def grade_options(kit: Kit, args: argparse.Namespace, for_nodes: bool = False) -
     jobs = cpu_slots(args)
     if jobs < 1 or args.gpu_slots < 1:
         raise GraderError("--jobs and --gpu-slots must be at least 1")
+    in_flight = getattr(args, "in_flight", None)
+    if in_flight is not None and in_flight < 1:
+        raise GraderError("--in-flight must be at least 1 (submissions graded at once)")
     if run.tests_per_process < 0:
         raise GraderError(
             "--tests-per-process must be 0 (a lab's shareable tests in one process) or more "
@@ -62,6 +65,7 @@ def grade_options(kit: Kit, args: argparse.Namespace, for_nodes: bool = False) -
         cpu_slots=jobs,
         gpus=gpus,
         gpu_slots=args.gpu_slots,
+        in_flight=in_flight,
         regrade=getattr(args, "regrade", False),
         harness_dir=Path(args.harness_dir).resolve() if getattr(args, "harness_dir", None) else None,
         harness_built=harness_built(args),

@@ -513,6 +513,17 @@ def test_grade_validate_and_bench_build_alike_without_a_gpu(command, fake_kit, m
     assert options.build.build_type == "Release"
 
 
+@pytest.mark.parametrize("command", [["grade"], ["validate"], ["bench"]])
+def test_in_flight_sets_the_submissions_graded_at_once_and_refuses_zero(command, fake_kit, monkeypatch):
+    monkeypatch.setattr(grading, "visible_gpus", lambda: [])
+    kit = fake_kit.kit
+    parse = cli.build_parser().parse_args
+    assert grading.grade_options(kit, parse([*command, "--in-flight", "3"])).in_flight == 3
+    assert grading.grade_options(kit, parse(command)).in_flight is None  # the engine's own choice
+    with pytest.raises(GraderError, match="--in-flight must be at least 1"):
+        grading.grade_options(kit, parse([*command, "--in-flight", "0"]))
+
+
 @pytest.mark.parametrize("gpus", [[], ["0"]])
 def test_check_and_submit_build_as_grading_does_here_in_the_folder_they_share(fake_kit, monkeypatch, gpus):
     """A student's check and submit share build/student: built alike, neither rebuilds the other's,

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from grader.cluster.slurm import JOB_SCRIPT, STATE, Jobs, Plan, _task_status, run_status
+from grader.pipeline.report import score_to_json
+from grader.pipeline.score import SubmissionScore
 
 from .test_schedule import write_class
 
@@ -238,9 +240,13 @@ def test_where_slurm_is_not_installed_status_reads_the_tasks_and_the_class_files
     (out / STATE / "jobs.json").write_text(json.dumps({"array": "7", "finish": "8", "tasks": 1}))
     (out / STATE / "tasks" / "0.json").write_text(json.dumps({"state": "done", "graded": 1}))
     (out / "s00").mkdir()
-    (out / "s00" / "score.json").write_text("{}")
+    (out / "s00" / "score.json").write_text(json.dumps(score_to_json(SubmissionScore("s00"))))
     (out / "gradebook.csv").write_text("student\n")
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # no squeue, no sacct
     status = run_status(out)
     assert [task.state for task in status.tasks] == ["done"]
     assert (status.finish, status.graded, status.ended) == ("written", 1, True)
+    # A report the grader failed on is not counted graded: the same command submits it again.
+    failed = score_to_json(SubmissionScore("s00", error="internal grader error: ..."))
+    (out / "s00" / "score.json").write_text(json.dumps(failed))
+    assert run_status(out).graded == 0
