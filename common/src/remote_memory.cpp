@@ -17,8 +17,10 @@ namespace kit::remote {
 namespace {
 
 // `pid` and every process below it (the worker may run under the grader's sandbox, whose
-// first process starts it).
-std::set<long> family(long pid) {
+// first process starts it). With `whole`, nullopt where a process's list of children cannot be
+// read, which would hide a part of the family (a kernel without those lists, a /proc that shows
+// none); otherwise the processes found.
+std::optional<std::set<long>> family(long pid, bool whole) {
   std::set<long> all{pid};
   std::vector<long> todo{pid};
   while (!todo.empty()) {
@@ -26,44 +28,21 @@ std::set<long> family(long pid) {
     todo.pop_back();
     const std::string tasks = "/proc/" + std::to_string(at) + "/task";
     DIR* dir = opendir(tasks.c_str());
-    if (dir == nullptr) continue;
-    while (dirent* entry = readdir(dir)) {
-      if (entry->d_name[0] == '.') continue;
-      std::ifstream children(tasks + "/" + entry->d_name + "/children");
-      for (long child; children >> child;) {
-        if (all.insert(child).second) todo.push_back(child);
-      }
+    if (dir == nullptr) {
+      if (whole) return std::nullopt;
+      continue;
     }
-    closedir(dir);
-  }
-  return all;
-}
-
-// family(pid), but only where every process's list of children could be read: a list that could
-// not be read hides a part of the family (a kernel without them, a /proc that shows none).
-std::optional<std::set<long>> whole_family(long pid) {
-  std::set<long> all{pid};
-  std::vector<long> todo{pid};
-  while (!todo.empty()) {
-    const long at = todo.back();
-    todo.pop_back();
-    const std::string tasks = "/proc/" + std::to_string(at) + "/task";
-    DIR* dir = opendir(tasks.c_str());
-    if (dir == nullptr) return std::nullopt;
     bool listed = true;
     while (dirent* entry = readdir(dir)) {
       if (entry->d_name[0] == '.') continue;
       std::ifstream children(tasks + "/" + entry->d_name + "/children");
-      if (!children) {
-        listed = false;
-        break;
-      }
+      listed = listed && static_cast<bool>(children);
       for (long child; children >> child;) {
         if (all.insert(child).second) todo.push_back(child);
       }
     }
     closedir(dir);
-    if (!listed) return std::nullopt;
+    if (whole && !listed) return std::nullopt;
   }
   return all;
 }
@@ -118,7 +97,7 @@ long long worker_device_memory(std::string* why) {
 
 std::optional<bool> holds_gpu_open(long pid, bool read_maps) {
   if (pid <= 0) return std::nullopt;
-  const std::optional<std::set<long>> members = whole_family(pid);
+  const std::optional<std::set<long>> members = family(pid, true);
   if (!members) return std::nullopt;
   for (long member : *members) {
     const std::optional<bool> descriptor = descriptor_on_gpu(member);
@@ -138,7 +117,7 @@ long long process_device_memory(long pid, std::string* why) {
   };
   if (!n.problem.empty()) return fail(n.problem);
   if (pid <= 0) return fail("no worker is running");
-  const std::set<long> worker = family(pid);
+  const std::set<long> worker = *family(pid, false);
   // The lane's GPU alone where it is known: the worker sees no other (the sandbox shows it that
   // GPU's node), and a judge polls every 100 ms, so asking each GPU of a node of four about its
   // processes made four times the driver's work, for every judge on the node.
