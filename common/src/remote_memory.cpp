@@ -54,9 +54,22 @@ bool names_gpu_device(const std::string& text) {
          text.find("/dev/dxg") != std::string::npos;
 }
 
+// Whether process `pid` runs yet: an ended one that is not yet reaped (a zombie) has closed its
+// descriptors and unmapped its memory, whatever it held of the GPU while it ran.
+bool running(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return false;
+  const std::size_t close = text.rfind(')');  // "pid (comm) state ...": comm may hold anything
+  if (close == std::string::npos || close + 2 >= text.size()) return false;
+  const char state = text[close + 2];
+  return state != 'Z' && state != 'X' && state != 'x';
+}
+
 // Whether process `pid` has one of them open through a descriptor; nullopt where its descriptors
-// cannot be read.
+// cannot be read, or it has ended.
 std::optional<bool> descriptor_on_gpu(long pid) {
+  if (!running(pid)) return std::nullopt;
   const std::string folder = "/proc/" + std::to_string(pid) + "/fd";
   DIR* dir = opendir(folder.c_str());
   if (dir == nullptr) return std::nullopt;

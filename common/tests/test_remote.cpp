@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -568,6 +569,16 @@ TEST_CASE("a worker that made host calls alone holds none of the GPU driver's fi
   }
   kit::remote::stop_worker(role);
   CHECK(kit::remote::holds_gpu_open(worker) == std::nullopt);  // it has ended
+  // An ended process not yet reaped holds nothing open, whatever it held: unknown, not "none".
+  const pid_t zombie = ::fork();
+  REQUIRE(zombie >= 0);
+  if (zombie == 0) ::_exit(0);
+  for (int i = 0; i < 200 && kit::remote::holds_gpu_open(zombie, false).has_value(); ++i) {
+    ::usleep(5000);  // until it has exited
+  }
+  CHECK(kit::remote::holds_gpu_open(zombie, false) == std::nullopt);
+  CHECK(kit::remote::holds_gpu_open(zombie) == std::nullopt);
+  ::waitpid(zombie, nullptr, 0);
 }
 
 TEST_CASE("a process with a GPU device file open through a descriptor holds the GPU open",
