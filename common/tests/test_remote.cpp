@@ -583,21 +583,62 @@ TEST_CASE("a worker that made host calls alone holds none of the GPU driver's fi
 
 TEST_CASE("a process with a GPU device file open through a descriptor holds the GPU open",
           "[common][remote]") {
-  // The judge's own descriptors stand in for a worker's: /dev/null is no GPU's, and a
-  // descriptor whose target names the driver's device file is (a path that merely looks like one
-  // serves where no GPU is installed: the check reads what a descriptor points at).
+  // A child of this test stands in for a worker: /dev/null is no GPU's, and a descriptor whose
+  // target names the driver's device file is (a path that merely looks like one serves where no
+  // GPU is installed: the check reads what a descriptor points at).
   char folder[] = "/tmp/kit-dev-nvidia-XXXXXX";
   REQUIRE(mkdtemp(folder) != nullptr);
-  CHECK(kit::remote::holds_gpu_open(::getpid(), false) == std::optional<bool>(false));
   const std::string fake = std::string(folder) + "/dev/nvidiactl";
   REQUIRE(std::system(
               ("mkdir -p '" + std::string(folder) + "/dev' && touch '" + fake + "'").c_str()) == 0);
-  const int fd = ::open(fake.c_str(), O_RDONLY | O_CLOEXEC);
-  REQUIRE(fd >= 0);
-  CHECK(kit::remote::holds_gpu_open(::getpid(), false) == std::optional<bool>(true));
-  ::close(fd);
-  CHECK(kit::remote::holds_gpu_open(::getpid(), false) == std::optional<bool>(false));
+  int go[2], ready[2];
+  REQUIRE(::pipe(go) == 0);
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {  // says 'c' while holding nothing, 'o' with the file open, then waits
+    char c = 0;
+    (void)!::write(ready[1], "c", 1);
+    (void)!::read(go[0], &c, 1);
+    const int fd = ::open(fake.c_str(), O_RDONLY);
+    (void)!::write(ready[1], fd >= 0 ? "o" : "x", 1);
+    (void)!::read(go[0], &c, 1);
+    ::_exit(0);
+  }
+  char said = 0;
+  REQUIRE(::read(ready[0], &said, 1) == 1);
+  CHECK(kit::remote::holds_gpu_open(child, false) == std::optional<bool>(false));
+  REQUIRE(::write(go[1], "g", 1) == 1);
+  REQUIRE(::read(ready[0], &said, 1) == 1);
+  REQUIRE(said == 'o');
+  CHECK(kit::remote::holds_gpu_open(child, false) == std::optional<bool>(true));
+  CHECK(kit::remote::holds_gpu_open(child) == std::optional<bool>(true));
+  REQUIRE(::write(go[1], "g", 1) == 1);
+  ::waitpid(child, nullptr, 0);
+  for (int fd : {go[0], go[1], ready[0], ready[1]}) ::close(fd);
   std::system(("rm -rf '" + std::string(folder) + "'").c_str());
+}
+
+TEST_CASE("the process log says which workers never started CUDA", "[common][remote]") {
+  // The bench counts CUDA starts, not processes (kit/process_log.hpp). The worker's descriptors
+  // are read before its socket closes: one that saw the close exited first, and CI's run raced.
+  char path[] = "/tmp/kit-process-log-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  kit::remote::stop_worker(role);
+  ::setenv("KIT_PROCESS_LOG", path, 1);
+  kit::set_logged_test("host calls alone");
+  CHECK(call<remote_test::Add, int>(role, 2, 3) == 5);
+  kit::remote::stop_worker(role);
+  ::unsetenv("KIT_PROCESS_LOG");
+  std::FILE* log = std::fopen(path, "r");
+  REQUIRE(log != nullptr);
+  std::string text;
+  for (int c; (c = std::fgetc(log)) != EOF;) text += static_cast<char>(c);
+  std::fclose(log);
+  ::unlink(path);
+  CHECK(text == "worker\thost calls alone\nworker without CUDA\thost calls alone\n");
 }
 
 // Two cases run together by the next one, in one process, in this order (hidden from CTest,

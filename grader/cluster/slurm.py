@@ -214,7 +214,8 @@ def submit_class(
         unfinished = (
             previous is not None
             and previous.regrade_since is not None
-            and not all(previous.graded(out_dir, sid) for sid, _ in entries)
+            # a report the grader failed on is not kept: the regrade is not done (kept_score)
+            and not all(previous.graded(out_dir, sid) and kept_score(out_dir / sid) for sid, _ in entries)
         )
         since = previous.regrade_since if unfinished and previous else None
     harness_dir = (options.harness_dir or state / "harness").resolve()

@@ -140,7 +140,12 @@ class Engine:
             exclusive_windows=options.exclusive_windows,
             turn_slots=options.turn_slots,
         )
-        self.pool = ThreadPoolExecutor(max_workers=max(16, 4 * self.scheduler.total_slots))
+        # Threads for the tests of every submission in flight, each with its lab's tests handed to
+        # the scheduler together (a lab has up to about twenty): a pool sized by the slots alone
+        # held back the jobs of a larger --in-flight in its own queue, unordered by submission.
+        self.pool = ThreadPoolExecutor(
+            max_workers=max(16, 4 * self.scheduler.total_slots, 24 * (options.in_flight or 0))
+        )
         self.cache_root = make_cache_root(options.work_root)
         self.run_config = (
             replace(options.run, sandbox=self._sandbox(), cgroups=self._cgroups())

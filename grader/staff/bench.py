@@ -518,6 +518,7 @@ def run_bench(
             "turn_slots": options.turn_slots,
             "load_counter": options.load_counter,
             "modes_together": options.modes_together,
+            "in_flight": options.in_flight,  # None: the engine's own, half the CPU slots
         },
     }
     if fewer is not None:

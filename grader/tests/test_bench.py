@@ -50,6 +50,7 @@ def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_p
         "turn_slots": None,
         "load_counter": False,
         "modes_together": True,
+        "in_flight": None,
     }
     assert report["passes"][0]["most_at_once"].get("cpu", 0) == 1  # serial means one at a time
     assert report["passes"][1]["totals"]["reference-copy1"] == 60

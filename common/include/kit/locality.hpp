@@ -30,9 +30,10 @@ inline double tiled_global_loads(int width, int tile) {
 
 // The fewest global load instructions that can read all of M and N (2 * width^2 floats) for a
 // width x width product: one warp's load instruction brings at most 32 threads x 16 bytes, 128
-// floats. Kernels that issued fewer did not read M and N from global memory with loads, however
-// P came out right (an empty kernel of the lesson's name beside P computed on the host scored a
-// ratio of 0, full marks). A tiled kernel issues width / 4 / tile times as many, 2 at the least.
+// floats. Kernels that issued fewer did not read M and N with plain global loads (the count sees
+// no other kind: cp.async, TMA and texture fetches are not in it), however P came out right: an
+// empty kernel of the lesson's name beside P computed on the host scored a ratio of 0, full
+// marks. A tiled kernel issues 4 * width / tile times as many: 64 at tile 16, 32 at tile 32.
 inline double fewest_global_loads(int width) {
   return 2.0 * static_cast<double>(width) * width / 128.0;
 }
@@ -140,11 +141,12 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
            << trial.tile << ", width " << width << " issued " << detail::count_text(total)
            << " global load instructions (counted by " << p.counted_by << "), fewer than the "
            << detail::count_text(fewest_global_loads(width))
-           << " that reading M and N once takes at 16 bytes a thread:\n"
-           << "hint: these kernels did not read M and N from global memory, so they did not "
-              "compute P from them; the lab asks "
-           << lesson.kernel << " to load its tiles of M and N with plain loads (" << lesson.readme
-           << ").");
+           << " that reading M and N once with plain loads takes at 16 bytes a thread:\n"
+           << "hint: so P was not computed from M and N read with plain global loads: it came "
+              "from elsewhere (the host?), or the tiles were copied by means this count does not "
+              "see (cp.async, TMA, textures); the lab asks "
+           << lesson.kernel << " to load its tiles of M and N into shared memory with plain loads ("
+           << lesson.readme << ").");
     }
     const double expected = tiled_global_loads(width, trial.tile);
     const double ratio = total / expected;
