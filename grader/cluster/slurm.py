@@ -106,6 +106,11 @@ class Plan:
             return False
         return self.regrade_since is None or mtime >= self.regrade_since
 
+    def kept(self, out_dir: Path, sid: str) -> bool:
+        """Whether a resumed run keeps `sid`'s report: graded by this run, and not one the grader
+        failed on (report.kept_score, as a resumed run on one machine decides)."""
+        return self.graded(out_dir, sid) and kept_score(out_dir / sid) is not None
+
     @staticmethod
     def read_if_there(out_dir: Path) -> Plan | None:
         try:
@@ -214,8 +219,7 @@ def submit_class(
         unfinished = (
             previous is not None
             and previous.regrade_since is not None
-            # a report the grader failed on is not kept: the regrade is not done (kept_score)
-            and not all(previous.graded(out_dir, sid) and kept_score(out_dir / sid) for sid, _ in entries)
+            and not all(previous.kept(out_dir, sid) for sid, _ in entries)
         )
         since = previous.regrade_since if unfinished and previous else None
     harness_dir = (options.harness_dir or state / "harness").resolve()
@@ -233,9 +237,7 @@ def submit_class(
     plan.write(out_dir)
     if options.regrade:
         plan.regrade_since = since if since is not None else (state / "plan.json").stat().st_mtime
-    # A report the grader failed on is submitted again, as a resumed run on one machine grades it
-    # again (report.kept_score).
-    graded = {sid for sid, _ in entries if plan.graded(out_dir, sid) and kept_score(out_dir / sid)}
+    graded = {sid for sid, _ in entries if plan.kept(out_dir, sid)}
     todo = [sid for sid, _ in entries if sid not in graded]
     count = min(request.tasks or DEFAULT_TASKS, len(todo))
     plan.parts = [todo[index::count] for index in range(count)]  # by turns: each part a mix
@@ -500,7 +502,7 @@ def run_status(out_dir: Path) -> RunStatus:
         gradebook, plan_file = out_dir / "gradebook.csv", out_dir / STATE / "plan.json"
         newer = gradebook.exists() and gradebook.stat().st_mtime >= plan_file.stat().st_mtime
         finish_state = "written" if newer else "not written"
-    graded = sum(1 for sid, _ in plan.students if plan.graded(out_dir, sid) and kept_score(out_dir / sid))
+    graded = sum(plan.kept(out_dir, sid) for sid, _ in plan.students)
     return RunStatus(tasks, finish_state, graded, len(plan.students))
 
 
