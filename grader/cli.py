@@ -419,11 +419,10 @@ def _add_process_experiments(parser: argparse.ArgumentParser) -> None:
         "as before the default became one process for them all (compare the rates and the scores)",
     )
     parser.add_argument(
-        "--load-counter",
+        "--ncu-loads",
         action="store_true",
-        help="an experiment: count global loads with the kit's load counter instead of Nsight Compute, "
-        "where it was built (no profiler turns; a student's code can forge its count, so grading never "
-        "uses it: compare the rates, the turns and the scores with a pass without it)",
+        help="count global loads with Nsight Compute over the probe, as before the kit's load counter "
+        "became the default where it is built (compare the rates, the profiler turns and the scores)",
     )
 
 
@@ -580,7 +579,7 @@ def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
     options = replace(
         grading.grade_options(kit, args),
         confine=False,
-        load_counter=args.load_counter,
+        load_counter=not args.ncu_loads,
         modes_together=not args.modes_apart,
     )
     only = frozenset(name.strip() for name in args.only.split(",") if name.strip()) if args.only else None
@@ -621,7 +620,7 @@ def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
         grading.grade_options(kit, args),
         exclusive_windows=not args.shared_windows,
         turn_slots=args.turn_slots,
-        load_counter=args.load_counter,
+        load_counter=not args.ncu_loads,
         modes_together=not args.modes_apart,
     )
     only = [name.strip() for name in args.only.split(",")] if args.only else None

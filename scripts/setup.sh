@@ -198,12 +198,13 @@ if ! command -v cuobjdump >/dev/null && [[ ! -x $cuda_bin/cuobjdump ]] && ! whee
   fi
 fi
 
-# 7. The Compute Sanitizer API, optional: the kit's load counter (common/load_counter/), an
-# experiment that grading does not use (`grader bench --load-counter`; docs/design/tests.md,
-# "The load counter"), is built with it, and its CPU tests run in CI. The toolkit has it in
+# 7. The Compute Sanitizer API, optional: the kit's load counter (common/load_counter/) is built
+# with it, and the locality tests of labs 03-05 then count global loads with it, over the kernel
+# launched by the kit alone, instead of Nsight Compute (docs/design/tests.md, "The load counter");
+# its CPU tests run in CI. The toolkit has it in
 # compute-sanitizer/include where it is complete; where it is not, NVIDIA's pip wheel brings the
 # headers and the library into the kit's .venv (site-packages/nvidia/cu13/{include,lib}, found
-# there by CMake). Without it the counter is not built; grading is the same either way.
+# there by CMake). Without it the counter is not built, and Nsight Compute counts the loads.
 # The wheel is CUDA 13's: on an older toolkit (and its driver) it is left out.
 sanitizer_api_pin="nvidia-cuda-sanitizer-api==13.0.85"
 cuda_major=$("$cuda_bin/nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\..*/\1/p' | head -1)

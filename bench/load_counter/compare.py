@@ -1,8 +1,9 @@
-"""Global loads counted two ways, on a GPU: Nsight Compute, and the kit's load counter
-(common/load_counter/), an experiment grading does not use (README.md). Builds the
-counter and the labs' probes with the kit's CMake, then
-prints, for the reference and a few mutants, each probe's loads modes counted both ways, how long
-each run took, and what eight counter runs at once do. Run from the kit's root:
+"""Global loads counted three ways, on a GPU: Nsight Compute over the probe, the kit's load
+counter (common/load_counter/) over the probe, and the counter over the lesson's kernel launched
+by the kit alone (kit_device_count, what grading counts where the counter is built: README.md).
+Builds the counter and the labs' probes with the kit's CMake, then prints, for the reference and
+a few mutants, each probe's loads modes counted each way, how long each run took, and what eight
+counter runs at once do. Run from the kit's root:
     python3 bench/load_counter/compare.py --out DIR
 """
 
@@ -13,6 +14,7 @@ import csv
 import io
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,6 +31,14 @@ _PROFILER = (ROOT / "common" / "include" / "kit" / "profiler.hpp").read_text(enc
 METRIC = _PROFILER.split('kGlobalLoads = "', 1)[1].split('"', 1)[0]
 REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
 PROBES = {"03": "lab03_probe", "04": "lab04_probe", "05": "lab05_probe"}
+# Each lab's kernel as kit_device_count launches it: its name and strip depth (the locality tests'
+# kit::LoadCountLesson).
+KERNELS = {
+    "03": ("lab03::tiled_matmul_kernel", 0),
+    "04": ("lab04::tiled_matmul_kernel", 0),
+    "05": ("lab05::dynamic_matmul_kernel", 64),
+}
+CUOBJDUMP = shutil.which("cuobjdump") or "/usr/local/cuda/bin/cuobjdump"
 MODES = ("loads-16", "loads-32")
 MUTANTS = ("no_shared_memory", "tiles_loaded_but_M_read_from_global")  # lab 03's, by name
 
@@ -118,7 +128,7 @@ def with_counter(
     """The probe's loads as the judge counts them with the kit's load counter: preloaded, its
     token on one pipe and its lines on another. `confine`: wraps the command as the grader's
     sandbox runs a worker (sandboxed_counter). `program`: another command counted instead of
-    `probe mode` (device_count's)."""
+    `probe mode` (kit_device_count's)."""
     token = secrets.token_hex(16)
     # Named on the probe's own command line only: a wrapper preloading the counter would take the
     # token first.
@@ -210,9 +220,9 @@ def sandboxed_counter(work: Path, probe: Path, counter: Path) -> Callable[[list[
     return lambda command: sandbox.wrap(command, scratch, folders)
 
 
-def compare(label: str, probe: Path, counter: Path, out: list[str], device_count: Path | None = None) -> None:
-    """Each loads mode of `probe` counted by ncu and by the counter; with `device_count` (lab 03's),
-    also the lesson's kernel taken out of the probe and launched by the kit alone, counted."""
+def compare(label: str, lab: str, probe: Path, counter: Path, out: list[str], device_count: Path) -> None:
+    """Each loads mode of `probe` counted by ncu and by the counter, and the lesson's kernel taken
+    out of the probe and launched by the kit alone (`device_count`), counted."""
     for mode in MODES:
         ncu, ncu_s, ncu_why = with_ncu(probe, mode)
         requests, _, _ = with_ncu(probe, mode, REQUESTS)
@@ -223,14 +233,12 @@ def compare(label: str, probe: Path, counter: Path, out: list[str], device_count
             f"counter {mine} ({mine_s:.2f} s)  {same}"
         )
         whys = [ncu_why, mine_why]
-        if device_count is not None:
-            tile = mode.removeprefix("loads-")
-            kernel = f"lab03::tiled_matmul_kernel<{tile}>("
-            alone, alone_s, alone_why = with_counter(
-                probe, mode, counter, program=[str(device_count), str(probe), kernel, tile]
-            )
-            line += f"  kernel alone {alone} ({alone_s:.2f} s) {'same' if alone == ncu else 'DIFFERENT'}"
-            whys.append(alone_why)
+        kernel, depth = KERNELS[lab]
+        alone, alone_s, alone_why = with_counter(
+            probe, mode, counter, program=[str(device_count), CUOBJDUMP, str(probe), kernel, str(depth), mode]
+        )
+        line += f"  kernel alone {alone} ({alone_s:.2f} s) {'same' if alone == ncu else 'DIFFERENT'}"
+        whys.append(alone_why)
         print(line, flush=True)
         out.append(line)
         for why in whys:
@@ -264,18 +272,18 @@ def main() -> int:
     lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="load-counter-") as folder:
         work = Path(folder)
-        build_probes(ROOT, work / "reference", "reference", list(PROBES), ["device_count"])
+        build_probes(ROOT, work / "reference", "reference", list(PROBES), ["kit_device_count"])
         counter = work / "reference" / "load_counter" / "libkit_load_counter.so"
-        device_count = work / "reference" / "bin" / "device_count"
+        device_count = work / "reference" / "load_counter" / "kit_device_count"
         if not counter.is_file():
             sys.exit("the kit's build made no load counter: no Compute Sanitizer API (set KIT_SANITIZER_DIR)")
         for lab, program in PROBES.items():
-            alone = device_count if lab == "03" else None
-            compare(f"reference, lab {lab}", work / "reference" / "bin" / program, counter, lines, alone)
+            compare(f"reference, lab {lab}", lab, work / "reference" / "bin" / program, counter, lines, device_count)
         for name, lab, kit in mutant_kits(work):
             build_probes(kit, work / f"build-{name}", "student", [lab])
             compare(
                 f"lab {lab} {name}",
+                lab,
                 work / f"build-{name}" / "bin" / PROBES[lab],
                 counter,
                 lines,

@@ -537,6 +537,72 @@ TEST_CASE("a counted probe that found P wrong is read and one that failed anothe
   std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }
 
+TEST_CASE(
+    "a count of the kit's own launch is judged as it ended and falls back to Nsight Compute only "
+    "where the kit's set-up failed",
+    "[common]") {
+  const std::string counter = built_counter_or_skip(true);
+  // A stand-in kit_device_count: it prints its arguments, then ends as its first mode says.
+  char folder[] = "/tmp/kit-fake-device-count-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  const std::string program = write_script(
+      folder, "kit_device_count",
+      "#!/bin/bash\n"
+      "echo \"args: $*\" >&2\n"
+      "case $5 in\n"
+      "  right) echo 'kit-probe-result: right';;\n"
+      "  wrong) echo 'kit-probe-result: wrong'; echo 'P[0][1] is 3, expected 4' >&2; exit 4;;\n"
+      "  faulted) echo 'cuLaunchKernel failed: an illegal memory access' >&2; exit 1;;\n"
+      "  no-kernel) echo 'no lab03::tiled_matmul_kernel<16>' >&2; exit 7;;\n"
+      "  not-set-up) echo 'kit_device_count: cuInit failed: no CUDA-capable device' >&2; exit 6;;\n"
+      "esac\n");
+  const ScopedEnv no_driver("KIT_LOAD_COUNT_END_WITHOUT_DRIVER", "1");  // a shell, not CUDA
+  const kit::profiler::KitLaunch launch{"lab05::dynamic_matmul_kernel", 64, "/bin/cuobjdump"};
+  const auto counted = [&](const std::string& mode) {
+    return kit::profiler::count_kernel_alone(counter, program, launch, "/probes/lab05_probe", mode);
+  };
+  const kit::profiler::Profile right = counted("right");
+  CAPTURE(right.run.output, right.counter_problem);
+  // The kit's program is told the cuobjdump, the probe, the kernel and the strips' depth.
+  CHECK_THAT(right.run.output,
+             Catch::Matchers::ContainsSubstring(
+                 "args: /bin/cuobjdump /probes/lab05_probe lab05::dynamic_matmul_kernel 64 right"));
+  CHECK(right.counter_problem.empty());
+  CHECK(right.kit_launched);
+  CHECK(right.result_right());
+  CHECK_THAT(right.counted_by, Catch::Matchers::ContainsSubstring("the kit launching the kernel"));
+  const kit::profiler::Profile wrong = counted("wrong");
+  CHECK(wrong.counter_problem.empty());
+  CHECK(wrong.result_wrong());
+  // A kernel that failed under the kit's launch, or a probe without the lesson's kernel, is judged
+  // (the test fails): never handed to Nsight Compute over the student's own launcher.
+  for (const std::string& failed : {"faulted", "no-kernel"}) {
+    const kit::profiler::Profile p = counted(failed);
+    CAPTURE(failed, p.run.output);
+    CHECK(p.counter_problem.empty());
+    CHECK(p.run.exit_code != 0);
+    CHECK(p.results_right() == 0);
+  }
+  // Only the kit's own set-up failing falls back, saying why.
+  const kit::profiler::Profile not_set_up = counted("not-set-up");
+  CHECK_THAT(not_set_up.counter_problem,
+             Catch::Matchers::ContainsSubstring("could not set its count up"));
+  CHECK_THAT(not_set_up.counter_problem, Catch::Matchers::ContainsSubstring("cuInit failed"));
+  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
+}
+
+TEST_CASE("the kit's own launch is counted only where kit_device_count is beside the counter",
+          "[common]") {
+  char folder[] = "/tmp/kit-fake-counter-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  const std::string counter = write_script(folder, "libkit_load_counter.so", "");
+  CHECK(kit::profiler::device_count_path(counter).empty());
+  CHECK(kit::profiler::device_count_path("").empty());
+  const std::string program = write_script(folder, "kit_device_count", "#!/bin/sh\n");
+  CHECK(kit::profiler::device_count_path(counter) == program);
+  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
+}
+
 TEST_CASE("each run of a tool over the probe is logged against the test that ran it", "[common]") {
   char folder[] = "/tmp/kit-process-log-XXXXXX";
   REQUIRE(mkdtemp(folder) != nullptr);
@@ -677,6 +743,81 @@ std::string fake_counting_ncu(const std::string& folder, int loads) {
           "done\n");
 }
 }  // namespace
+
+// Run by the next case in a process of its own, one scenario each ($KIT_TEST_LAUNCHER): the
+// lab's launcher counted in the probe beside the kit's own launch (kit::check_launcher).
+TEST_CASE("launcher check: the lab's launcher must launch the kernel as the kit did",
+          "[.launcher_check]") {
+  const std::string scenario = std::getenv("KIT_TEST_LAUNCHER");
+  const std::string marker = "_ZN3kit12_GLOBAL__N_19trial_endEv";
+  const std::string k16 = "_ZN5lab0319tiled_matmul_kernelILi16EEvPKfS2_Pfi";
+  const std::string k32 = "_ZN5lab0319tiled_matmul_kernelILi32EEvPKfS2_Pfi";
+  const std::vector<std::vector<kit::profiler::KernelCount>> kits = {{{k16, 65536.0}},
+                                                                      {{k32, 32768.0}}};
+  kit::profiler::Profile own;
+  own.run.exit_code = 0;
+  own.run.output = "kit-probe-result: right\nkit-probe-result: right\n";
+  own.kernels = {{k16, 65536.0}, {marker, 0.0}, {k32, 32768.0}, {marker, 0.0}};
+  if (scenario == "host") {
+    own.kernels = {{marker, 0.0}, {marker, 0.0}};  // P right, no kernel of the launcher's
+  } else if (scenario == "reads-once") {
+    own.kernels = {{k16, 1024.0}, {marker, 0.0}, {k32, 1024.0}, {marker, 0.0}};
+  } else if (scenario == "wrong") {
+    own.run.exit_code = kit::probe::kWrongResult;
+    own.run.output = "kit-probe-result: wrong\nlab03_probe: P[0][1] is 3, expected 4\n";
+    own.kernels = {{k16, 65536.0}};
+  } else if (scenario == "crashed") {
+    own.run.exit_code = 1;
+    own.counter_problem = "the probe exited with code 1";
+    own.kernels = {{k16, 65536.0}};
+  }
+  kit::check_launcher(own, kits, {{16, "loads-16"}, {32, "loads-32"}},
+                      {"tiled_matmul_kernel", "README section 5", "lab03"});
+}
+
+TEST_CASE("a launcher that does not launch the kernel as the kit did fails the count",
+          "[common]") {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  REQUIRE(n > 0);
+  char folder[] = "/tmp/kit-launcher-check-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  const auto judged = [&](const std::string& scenario) {
+    const std::string out = std::string(folder) + "/out.txt";
+    const std::string command = "KIT_TEST_LAUNCHER=" + scenario + " '" +
+                                std::string(self, static_cast<std::size_t>(n)) +
+                                "' '[.launcher_check]' --reporter compact > '" + out + "' 2>&1";
+    const int status = std::system(command.c_str());
+    std::string text;
+    if (std::FILE* f = std::fopen(out.c_str(), "r")) {
+      for (int c; (c = std::fgetc(f)) != EOF;) text += static_cast<char>(c);
+      std::fclose(f);
+    }
+    return std::make_pair(status, text);
+  };
+  const auto [same_status, same_text] = judged("same");
+  CAPTURE(same_text);
+  CHECK(same_status == 0);
+  const auto [host_status, host_text] = judged("host");
+  CAPTURE(host_text);
+  CHECK(host_status != 0);
+  CHECK_THAT(host_text, Catch::Matchers::ContainsSubstring("P was computed without a kernel"));
+  const auto [once_status, once_text] = judged("reads-once");
+  CAPTURE(once_text);
+  CHECK(once_status != 0);
+  CHECK_THAT(once_text, Catch::Matchers::ContainsSubstring("issued 1024 global load instructions, "
+                                                           "where the kit's own launch"));
+  const auto [wrong_status, wrong_text] = judged("wrong");
+  CAPTURE(wrong_text);
+  CHECK(wrong_status != 0);
+  CHECK_THAT(wrong_text, Catch::Matchers::ContainsSubstring("launched by the lab's launcher, "
+                                                            "computed a wrong P"));
+  const auto [crash_status, crash_text] = judged("crashed");
+  CAPTURE(crash_text);
+  CHECK(crash_status != 0);
+  CHECK_THAT(crash_text, Catch::Matchers::ContainsSubstring("the probe exited with code 1"));
+  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
+}
 
 // Run by the next case in a process of its own, with the stand-in ncu first on PATH: a FAIL is
 // what it checks for.

@@ -87,7 +87,7 @@ class GradeOptions:
     output_dir: Path | None = None  # the class's --out, hidden from confined tests
     exclusive_windows: bool = True  # False only in the bench's experiment (Scheduler says what)
     turn_slots: int | None = None  # GPU jobs running beside a profiler turn; a bench experiment
-    load_counter: bool = False  # count global loads with the kit's load counter: an experiment (forgeable)
+    load_counter: bool = True  # count global loads with the kit's load counter where built, else ncu
     # A sanitizer test's modes in one probe process: one CUDA start instead of one a mode
     # (kit::sanitizer::run_modes); off only for bench and validate --modes-apart.
     modes_together: bool = True
@@ -320,9 +320,9 @@ class Engine:
         }
         if lab_harness.probe and lab_harness.probe in build.executables:
             env["KIT_PROBE_PATH"] = str(build.executables[lab_harness.probe])
-            # Asked for and built, the judge preloads the load counter into the probe to count global
-            # loads (kit/profiler.hpp); otherwise, set empty, every count is Nsight Compute's. Off by
-            # default: a student's code in the probe can forge the counter's count
+            # Built (and not turned off with --ncu-loads), the judge counts global loads with the load
+            # counter over the lesson's kernel launched by the kit alone (kit/profiler.hpp,
+            # count_kernel_alone); otherwise, set empty, every count is Nsight Compute's over the probe
             # (docs/design/tests.md, "The load counter").
             counter = load_counter(harness) if self.options.load_counter else None
             env["KIT_LOAD_COUNTER_PATH"] = str(counter) if counter is not None else ""

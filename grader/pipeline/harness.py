@@ -48,9 +48,8 @@ HARNESS_TARGET = "kit_harness"
 
 
 # The kit's load counter in the harness build, where CMake found the Compute Sanitizer API
-# (common/load_counter/CMakeLists.txt): with `bench --load-counter` or `validate --load-counter`
-# (an experiment), the judges preload it into the probes that count global loads, and the sandbox
-# shows its folder to them.
+# (common/load_counter/CMakeLists.txt): unless told --ncu-loads, the judges count global loads
+# with it, over kit_device_count (its folder's), which the sandbox shows them.
 LOAD_COUNTER = Path("load_counter") / "libkit_load_counter.so"
 
 

@@ -48,7 +48,7 @@ def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_p
     assert report["settings"] == {
         "exclusive_windows": True,
         "turn_slots": None,
-        "load_counter": False,
+        "load_counter": True,
         "modes_together": True,
         "in_flight": None,
     }

@@ -214,9 +214,9 @@ def test_validate_and_bench_take_the_same_process_experiments_and_grading_takes_
 
     parser = cli.build_parser()
     for command in ("validate", "bench"):
-        args = parser.parse_args([command, "--modes-apart", "--load-counter"])
-        assert args.modes_apart and args.load_counter
+        args = parser.parse_args([command, "--modes-apart", "--ncu-loads"])
+        assert args.modes_apart and args.ncu_loads
         plain = parser.parse_args([command])
-        assert not plain.modes_apart and not plain.load_counter
+        assert not plain.modes_apart and not plain.ncu_loads
     with pytest.raises(SystemExit):
         parser.parse_args(["grade", "--modes-apart"])

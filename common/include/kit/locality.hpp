@@ -45,10 +45,14 @@ struct LoadCountTrial {
 };
 
 // What the test says about the student's kernel: its name and where the write-up explains the
-// tiles ("tiled_matmul_kernel", "README section 5").
+// tiles ("tiled_matmul_kernel", "README section 5"); and how the kit launches it to count it
+// alone (kit::profiler::count_kernel_alone): its lab's namespace ("lab03"), and for lab 05's
+// kernel the strips' depth the probe's loads modes use (0: the square kernel of labs 03 and 04).
 struct LoadCountLesson {
   std::string kernel;
   std::string readme;
+  std::string lab_namespace;
+  int strip_depth = 0;
 };
 
 namespace detail {
@@ -60,6 +64,63 @@ inline std::string count_text(double value) {
 }
 
 }  // namespace detail
+
+// Beside a count of the kit's own launch of the lesson's kernel (`kit_trials`, one group of
+// kernels a trial), the probe's own run of the same trials through the student's launcher,
+// counted by the same counter (`own`, kit::profiler::Profile::launcher): it must compute P and
+// launch kernels whose loads come to the kit's count in every trial, or the test fails saying what
+// the launcher did. So a launcher that computes P another way (on the host, beside a kernel of the
+// lesson's name that merely reads M and N) fails, as it did when Nsight Compute counted the probe.
+inline void check_launcher(const profiler::Profile& own,
+                           const std::vector<std::vector<profiler::KernelCount>>& kit_trials,
+                           const std::vector<LoadCountTrial>& trials,
+                           const LoadCountLesson& lesson) {
+  const int width = probe::kCountedMatmulWidth;
+  CAPTURE(own.run.command, own.run.exit_code);
+  const std::size_t right = static_cast<std::size_t>(own.results_right());
+  if (own.result_wrong()) {
+    FAIL(lesson.kernel << " at TILE_WIDTH " << trials[std::min(right, trials.size() - 1)].tile
+                       << ", width " << width
+                       << ", launched by the lab's launcher, computed a wrong P, so its loads were "
+                          "not judged:\n"
+                       << own.explanation(4)
+                       << "hint: make the correctness tests pass first; this test counts the "
+                          "loads only of a kernel that computes P.");
+  }
+  const std::vector<std::vector<profiler::KernelCount>> own_trials = own.trials();
+  if (!own.counter_problem.empty() || right < trials.size() ||
+      own_trials.size() != trials.size()) {
+    FAIL("the probe failed under the kit's load counter with the lab's launcher ("
+         << (own.counter_problem.empty() ? "exit code " + std::to_string(own.run.exit_code)
+                                         : own.counter_problem)
+         << "; " << right << " of " << trials.size() << " trials finished):\n"
+         << own.explanation() << "hint: the kernel or its launch failed; the correctness tests "
+                                 "show how.");
+  }
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    double mine = 0.0, kits = 0.0;
+    for (const profiler::KernelCount& k : own_trials[i]) mine += k.value;
+    for (const profiler::KernelCount& k : kit_trials[i]) kits += k.value;
+    if (own_trials[i].empty()) {
+      FAIL("P came out right, but the kit's load counter saw no kernel launched at TILE_WIDTH "
+           << trials[i].tile << " by the lab's launcher:\n"
+           << own.explanation(6)
+           << "hint: P was computed without a kernel (on the host?); the lab asks for "
+           << lesson.kernel << " to compute it on the GPU.");
+    }
+    if (mine != kits) {
+      FAIL("P came out right, but at TILE_WIDTH "
+           << trials[i].tile << ", width " << width << " the lab's launcher ran "
+           << own_trials[i].size() << (own_trials[i].size() == 1 ? " kernel" : " kernels")
+           << " that issued " << detail::count_text(mine)
+           << " global load instructions, where the kit's own launch of " << lesson.kernel
+           << " issued " << detail::count_text(kits) << ":\n"
+           << "hint: so the launcher did not compute P with one launch of " << lesson.kernel
+           << " in TILE_WIDTH x TILE_WIDTH blocks, one thread per element of P (" << lesson.readme
+           << "); P came from elsewhere (the host?) or from other kernels.");
+    }
+  }
+}
 
 // The whole test: each trial's count over a tiled kernel's at the probe's width
 // (kit::probe::kCountedMatmulWidth); the worst one is the metric. Skips with the reason where
@@ -86,8 +147,19 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
   std::string modes;
   for (const LoadCountTrial& trial : trials) modes += (modes.empty() ? "" : " ") + trial.probe_mode;
   std::size_t skipped = 0;  // the trials of another test's part of a shared run (lab 05's)
-  const profiler::Profile p =
-      profiler::profile_shared(ncu, profiler::kGlobalLoads, probe, modes, shared, skipped);
+  const profiler::KitLaunch alone{lesson.lab_namespace + "::" + lesson.kernel, lesson.strip_depth,
+                                  sanitizer::find_cuda_tool("cuobjdump", cuda_bin_dir)};
+  const profiler::Profile p = profiler::profile_shared(ncu, profiler::kGlobalLoads, probe, modes,
+                                                       shared, skipped,
+                                                       alone.cuobjdump.empty() ? profiler::KitLaunch{}
+                                                                               : alone);
+  // Where the kit launched the kernel itself, its hints say how (in the same hint: the kit's
+  // launch is no cause to fix first).
+  const std::string launched =
+      p.kit_launched ? " (the kit launched " + lesson.kernel +
+                           " itself here, as the lab's launcher must: TILE_WIDTH x TILE_WIDTH "
+                           "blocks, one thread per element of P)"
+                     : std::string();
   CAPTURE(p.run.command, p.run.exit_code);
   if (p.permission_denied()) {
     SKIP(
@@ -103,7 +175,8 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
                        << " computed a wrong P, so its loads were not judged:\n"
                        << p.explanation(4)
                        << "hint: make the correctness tests pass first; this test counts the "
-                          "loads only of a kernel that computes P.");
+                          "loads only of a kernel that computes P"
+                       << launched << ".");
   }
   std::vector<std::vector<profiler::KernelCount>> per_trial = p.trials();
   // A shared run is read only where it finished this test's trials, so each has its group;
@@ -112,16 +185,18 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
   per_trial.erase(per_trial.begin(), per_trial.begin() + static_cast<std::ptrdiff_t>(
                                                              std::min(skipped, per_trial.size())));
   if (right < trials.size() || per_trial.size() != trials.size()) {
-    if (p.kernels.empty() || right < trials.size()) {
+    // Whether ncu can count here at all is asked only of ncu's own runs.
+    if (!p.kit_launched && (p.kernels.empty() || right < trials.size())) {
       const std::string why = profiler::unusable_reason(ncu, profiler::kGlobalLoads, probe);
       if (!why.empty()) SKIP(why);
     }
     FAIL("the probe failed under "
          << p.counted_by << " (exit code " << p.run.exit_code << "; " << right << " of "
          << trials.size() << " trials finished):\n"
-         << p.explanation()
-         << "hint: the kernel or its launch failed; the correctness tests show how.");
+         << p.explanation() << "hint: the kernel or its launch failed" << launched
+         << "; the correctness tests show how.");
   }
+  if (p.launcher) check_launcher(*p.launcher, per_trial, trials, lesson);
   double worst = 0.0;
   int worst_tile = 0;
   std::ostringstream report;

@@ -18,6 +18,13 @@ namespace kit::probe {
 // profiled run that held the GPU's profiler turn past its limit.
 constexpr int kWrongResult = kit::sanitizer::kWrongResult;
 
+// kit_device_count's own (common/load_counter/device_count.cpp): it could not set its count up
+// before the student's kernel ran (no CUDA, no device code for this GPU in the probe: the kit's
+// doing, never the student's, so the judge counts with Nsight Compute instead), or the probe
+// holds device code but not the lesson's kernel.
+constexpr int kCountNotSetUp = 6;
+constexpr int kNoLessonKernel = 7;
+
 struct Mode {
   std::string name;
   std::function<int()> run;  // returns the exit code

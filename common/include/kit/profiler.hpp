@@ -1,8 +1,9 @@
 // Counting what a kernel did with Nsight Compute (ncu) from a test: a lab's probe runs the
 // student's kernel once, ncu counts one metric over every kernel the probe launched, and the
-// test compares the count with what the lesson predicts (kit/locality.hpp). Global loads can be
-// counted by the kit's load counter instead (common/load_counter/; an experiment, off unless
-// KIT_LOAD_COUNTER_PATH names it): no profiler, so no turn as the GPU's one profiling process.
+// test compares the count with what the lesson predicts (kit/locality.hpp). Where the grader
+// names the kit's load counter (common/load_counter/, KIT_LOAD_COUNTER_PATH), global loads are
+// counted by it instead, over the lesson's kernel launched by the kit alone (kit_device_count): no
+// profiler, so no turn as the GPU's one profiling process, and no host code of the student's.
 #pragma once
 
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -46,6 +48,11 @@ struct Profile {
   // but its count was not used, why (the count is then Nsight Compute's).
   std::string counted_by = "Nsight Compute";
   std::string counter_problem;
+  // The count is the kit's launch of the lesson's kernel (count_kernel_alone), not the probe's;
+  // `launcher` is then the probe's own run of the same modes, the student's launcher counted by
+  // the same counter, which must have launched the kernel to the same count (kit/locality.hpp).
+  bool kit_launched = false;
+  std::shared_ptr<const Profile> launcher;
 
   double total() const {
     double sum = 0.0;
@@ -229,14 +236,15 @@ inline std::string profile_command(const std::string& ncu, std::vector<std::stri
          sanitizer::shell_quote(probe) + " " + probe::kProfiled + " " + probe_args;
 }
 
+inline std::string built_load_counter_path();
+
 // The load counter's library (common/load_counter/) that counts global loads, or "" for Nsight
-// Compute: $KIT_LOAD_COUNTER_PATH where it names a readable file. Off unless asked for (the
-// grader's `bench --load-counter`, an experiment): a student's code in the probe can forge its
-// count (docs/design/tests.md, "The load counter"). A path LD_PRELOAD would split (a space or a
-// colon) is refused too, so that the counter is never loaded after the student's constructors.
+// Compute: $KIT_LOAD_COUNTER_PATH where it names a readable file (the grader always sets it: the
+// harness's counter, or "" with --ncu-loads), else the kit's build's own (a test run by CTest or
+// by hand). A path LD_PRELOAD would split (a space or a colon) is refused too.
 inline std::string load_counter_path() {
   const char* given = std::getenv("KIT_LOAD_COUNTER_PATH");
-  const std::string path = given != nullptr ? given : "";
+  const std::string path = given != nullptr ? given : built_load_counter_path();
   if (path.empty() || path.find_first_of(" :") != std::string::npos) return "";
   return access(path.c_str(), R_OK) == 0 ? path : "";
 }
@@ -249,6 +257,21 @@ inline std::string built_load_counter_path() {
 #else
   return "";
 #endif
+}
+
+// The lesson's kernel as the kit launches it to count its loads alone (kit_device_count, beside
+// the counter): its qualified name, lab 05's strip depth (0 for the square kernel of labs 03 and
+// 04), and the cuobjdump that takes the device code out of the probe.
+struct KitLaunch {
+  std::string kernel;  // e.g. "lab03::tiled_matmul_kernel"
+  int strip_depth = 0;
+  std::string cuobjdump;
+};
+
+// kit_device_count beside `counter` (common/load_counter/CMakeLists.txt), or "" where there is none.
+inline std::string device_count_path(const std::string& counter) {
+  const std::string path = counter.substr(0, counter.rfind('/') + 1) + "kit_device_count";
+  return !counter.empty() && sanitizer::is_executable(path) ? path : "";
 }
 
 // What the load counter wrote on the judge's pipe (common/load_counter/load_counter.cpp): one
@@ -471,6 +494,35 @@ inline Profile count_loads(const std::string& counter, const std::string& probe,
   return p;
 }
 
+// The global loads of the lesson's kernel, taken out of `probe` and launched by the kit alone in
+// modes `probe_args` (kit_device_count `device_count`, counted by `counter`): the probe's counted
+// run with every line of host code the kit's, so nothing of the student's can reach the
+// counter's token or lines (docs/design/tests.md, "The load counter"). The run is read as it
+// ended, a wrong P or a kernel that failed included, and the test judges it; only where the
+// count could not be made for a reason of the kit's (the run not started, kit_device_count's set-up
+// failed before the kernel ran, the counter failed or gave incomplete lines after a clean end)
+// does counter_problem say why, and the caller counts with Nsight Compute instead.
+inline Profile count_kernel_alone(const std::string& counter, const std::string& device_count,
+                                  const KitLaunch& launch, const std::string& probe,
+                                  const std::string& probe_args) {
+  const std::string args = sanitizer::shell_quote(launch.cuobjdump) + " " +
+                           sanitizer::shell_quote(probe) + " " +
+                           sanitizer::shell_quote(launch.kernel) + " " +
+                           std::to_string(launch.strip_depth) + " " + probe_args;
+  Profile p = count_loads(counter, device_count, args);
+  p.counted_by = "the kit's load counter, the kit launching the kernel itself";
+  p.kit_launched = true;
+  const int code = p.run.exit_code;
+  const bool ended = code == 0 || (code == sanitizer::kWrongResult && p.result_wrong());
+  const bool counter_failed = p.counter_problem.rfind("the counter failed", 0) == 0;
+  if (code == probe::kCountNotSetUp) {
+    p.counter_problem = "kit_device_count could not set its count up: " + p.explanation(2);
+  } else if (code >= 0 && !counter_failed && (!ended || p.counter_problem.empty())) {
+    p.counter_problem.clear();  // the run is judged as it ended
+  }
+  return p;
+}
+
 // Runs the probe in mode(s) `probe_args` under ncu, which counts `metric`, and every metric of
 // `shared_with` too, for every kernel it launches; the Profile holds `metric`'s counts.
 //
@@ -507,24 +559,32 @@ inline Profile profile_with_ncu(const std::string& ncu, const std::string& metri
   return p;
 }
 
-// profile_with_ncu, but global loads alone (kGlobalLoads, shared with no other metric) are
-// counted by the load counter first where one is asked for (load_counter_path): the same count,
-// instruction for instruction (bench/RESULTS.md, "Global loads counted without Nsight Compute"),
-// without a profiler's turn. A counted run that did not end cleanly is not read: ncu counts that
-// probe, as before, and the Profile says why in counter_problem. So the counter decides no failure
-// but a wrong P, which the probe itself reports the same way under either: a probe that crashes or
-// fails a CUDA call fails under ncu, with ncu's messages.
+// profile_with_ncu, but global loads alone (kGlobalLoads, shared with no other metric) of the
+// lesson's kernel (`alone`, named) are counted by the load counter where the grader names one
+// (load_counter_path) and kit_device_count is beside it: the same count, instruction for
+// instruction (bench/RESULTS.md, "Global loads counted without Nsight Compute"), without a
+// profiler's turn, over the kit's own launch of the kernel (count_kernel_alone). Where that count
+// could not be made for a reason of the kit's, ncu counts the probe, as before, and the Profile
+// says why in counter_problem. Beside a count of the kit's launch, the counter counts the probe's
+// own run too (Profile::launcher): no profiler turn either, and the student's launcher is held to
+// launching the kernel as the kit did.
 inline Profile profile(const std::string& ncu, const std::string& metric, const std::string& probe,
                        const std::string& probe_args,
-                       const std::vector<std::string>& shared_with = {}) {
-  const std::string counter =
-      metric == kGlobalLoads && shared_with.empty() ? load_counter_path() : std::string();
-  if (counter.empty()) return profile_with_ncu(ncu, metric, probe, probe_args, shared_with);
-  static std::map<std::string, Profile> counted;  // this process's clean counted runs
-  const std::string key = counter + "\n" + probe + "\n" + probe_args;
+                       const std::vector<std::string>& shared_with = {},
+                       const KitLaunch& alone = {}) {
+  const std::string counter = metric == kGlobalLoads && shared_with.empty() && !alone.kernel.empty()
+                                  ? load_counter_path()
+                                  : std::string();
+  const std::string device_count = device_count_path(counter);
+  if (device_count.empty()) return profile_with_ncu(ncu, metric, probe, probe_args, shared_with);
+  static std::map<std::string, Profile> counted;  // this process's counted runs
+  const std::string key = counter + "\n" + probe + "\n" + alone.kernel + "\n" + probe_args;
   if (const auto kept = counted.find(key); kept != counted.end()) return kept->second;
-  const Profile c = count_loads(counter, probe, probe_args);
-  if (c.counter_problem.empty()) return counted.emplace(key, c).first->second;
+  Profile c = count_kernel_alone(counter, device_count, alone, probe, probe_args);
+  if (c.counter_problem.empty()) {
+    c.launcher = std::make_shared<const Profile>(count_loads(counter, probe, probe_args));
+    return counted.emplace(key, c).first->second;
+  }
   Profile p = profile_with_ncu(ncu, metric, probe, probe_args);
   p.counter_problem = c.counter_problem;
   return p;
@@ -548,17 +608,19 @@ struct SharedProfile {
 // The choice depends only on the shared run's output, so a test alone and the same test in a
 // shared judge read the same counts.
 //
-// Where global loads are counted without ncu (load_counter_path), a run that counts them is not
-// shared: each test runs its own modes, the loads test with the counter, the other with ncu.
+// Where global loads are counted without ncu (load_counter_path and kit_device_count beside it),
+// a run that counts them is not shared: each test runs its own modes, the loads test with the
+// counter (`alone`: its kernel as the kit launches it), the other with ncu.
 inline Profile profile_shared(const std::string& ncu, const std::string& metric,
                               const std::string& probe, const std::string& own_modes,
-                              const SharedProfile& shared, std::size_t& first_own_trial) {
+                              const SharedProfile& shared, std::size_t& first_own_trial,
+                              const KitLaunch& alone = {}) {
   first_own_trial = 0;
   const bool counts_loads =
       metric == kGlobalLoads ||
       std::find(shared.metrics.begin(), shared.metrics.end(), kGlobalLoads) != shared.metrics.end();
   if ((!shared.modes_before.empty() || !shared.modes_after.empty()) &&
-      !(counts_loads && !load_counter_path().empty())) {
+      !(counts_loads && !device_count_path(load_counter_path()).empty())) {
     std::string modes;
     for (const std::string& mode : shared.modes_before) modes += mode + " ";
     modes += own_modes;
@@ -572,7 +634,7 @@ inline Profile profile_shared(const std::string& ncu, const std::string& metric,
       return all;
     }
   }
-  return profile(ncu, metric, probe, own_modes);
+  return profile(ncu, metric, probe, own_modes, {}, alone);
 }
 
 // Why ncu cannot count `metric` on this machine, or "" when it can: its run of the probe's own

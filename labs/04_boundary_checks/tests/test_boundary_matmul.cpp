@@ -209,7 +209,8 @@ TEST_CASE(
                                 {{16, "loads-16"}, {32, "loads-32"}},
                                 {"tiled_matmul_kernel",
                                  "README section 7; lab 03's README, "
-                                 "section 10"});
+                                 "section 10",
+                                 "lab04"});
 }
 
 TEST_CASE("host functions reject dimensions that are zero or negative", "[lab04][safety]") {

@@ -17,6 +17,10 @@ inline std::vector<TileDepth> sized_launches() {
   return {{8, 8}, {8, 32}, {16, 16}, {16, 64}, {32, 32}, {32, 96}};
 }
 
+// The strips' depth of the probe's loads modes, a multiple of both tile widths counted: the
+// probe's launch and the kit's own (kit_device_count) use it alike.
+constexpr int kCountedStripDepth = 64;
+
 // What Mds and Nds need together: two strips of tile x depth floats, in bytes.
 inline std::size_t needed_bytes(int tile, int depth) {
   return 2 * static_cast<std::size_t>(tile) * static_cast<std::size_t>(depth) * sizeof(float);

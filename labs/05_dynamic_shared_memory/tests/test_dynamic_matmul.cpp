@@ -566,6 +566,7 @@ TEST_CASE(
   kit::check_tiled_global_loads(KIT_BUILT_PATH(KIT_PROBE_PATH), KIT_CUDA_BIN_DIR, kLoadTrials,
                                 {"dynamic_matmul_kernel",
                                  "README section 8; lab 03's README, "
-                                 "section 10"},
+                                 "section 10",
+                                 "lab05", lab05_tests::kCountedStripDepth},
                                 {{"sizes"}, {}, {kLaunchBytesMetric}});
 }

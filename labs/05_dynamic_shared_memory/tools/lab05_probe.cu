@@ -85,7 +85,8 @@ int run_counted(int tile) {
   const int width = kit::probe::kCountedMatmulWidth;
   return kit::probe::run_counted_matmul(
       "lab05_probe", width, tile, [=](const float* d_M, const float* d_N, float* d_P) {
-        lab05::launch_dynamic_matmul(d_M, d_N, d_P, width, width, width, tile, 64);
+        lab05::launch_dynamic_matmul(d_M, d_N, d_P, width, width, width, tile,
+                                     lab05_tests::kCountedStripDepth);
       });
 }
 
