@@ -278,7 +278,14 @@ def main() -> int:
         if not counter.is_file():
             sys.exit("the kit's build made no load counter: no Compute Sanitizer API (set KIT_SANITIZER_DIR)")
         for lab, program in PROBES.items():
-            compare(f"reference, lab {lab}", lab, work / "reference" / "bin" / program, counter, lines, device_count)
+            compare(
+                f"reference, lab {lab}",
+                lab,
+                work / "reference" / "bin" / program,
+                counter,
+                lines,
+                device_count,
+            )
         for name, lab, kit in mutant_kits(work):
             build_probes(kit, work / f"build-{name}", "student", [lab])
             compare(

@@ -63,8 +63,8 @@ std::string demangled(const char* name) {
 // empty where cuobjdump failed or the probe has none for it.
 std::vector<std::string> cubins(const std::string& cuobjdump, const std::string& probe,
                                 const std::string& folder, const std::string& cc) {
-  const std::string command = "cd '" + folder + "' && '" + cuobjdump + "' -xelf all '" + probe +
-                              "' > /dev/null";
+  const std::string command =
+      "cd '" + folder + "' && '" + cuobjdump + "' -xelf all '" + probe + "' > /dev/null";
   std::vector<std::string> found;
   if (std::system(command.c_str()) != 0) {
     std::fprintf(stderr, "kit_device_count: cuobjdump -xelf failed on %s\n", probe.c_str());
@@ -80,12 +80,22 @@ std::vector<std::string> cubins(const std::string& cuobjdump, const std::string&
   return found;
 }
 
-// The function whose demangled name begins with `kernel` (after its return type, "void "), in
-// the first cubin that has one; nullptr where none has.
-CUfunction find_kernel(const std::vector<std::string>& files, const std::string& kernel) {
+// The function whose demangled name is `kernel` exactly ("void lab03::tiled_matmul_kernel<16>(float
+// const*, float const*, float*, int)": an overload of other parameters is another function), in
+// the first cubin that has one; nullptr where none has. A cubin the driver would not load is said
+// on standard error and counted in `unloaded`.
+CUfunction find_kernel(const std::vector<std::string>& files, const std::string& kernel,
+                       int& unloaded) {
   for (const std::string& file : files) {
     CUmodule module = nullptr;
-    if (cuModuleLoad(&module, file.c_str()) != CUDA_SUCCESS) continue;
+    if (const CUresult loaded = cuModuleLoad(&module, file.c_str()); loaded != CUDA_SUCCESS) {
+      const char* text = nullptr;
+      cuGetErrorString(loaded, &text);
+      std::fprintf(stderr, "kit_device_count: cuModuleLoad of %s failed: %s\n", file.c_str(),
+                   text != nullptr ? text : "an unknown error");
+      ++unloaded;
+      continue;
+    }
     // A cubin with no kernel (lab 04's probe has one) enumerates none: the driver refuses a
     // count of 0 as an invalid argument.
     unsigned int count = 0;
@@ -98,8 +108,7 @@ CUfunction find_kernel(const std::vector<std::string>& files, const std::string&
     }
     for (CUfunction f : functions) {
       const char* name = nullptr;
-      if (cuFuncGetName(&name, f) == CUDA_SUCCESS && name != nullptr &&
-          demangled(name).rfind("void " + kernel, 0) == 0) {
+      if (cuFuncGetName(&name, f) == CUDA_SUCCESS && name != nullptr && demangled(name) == kernel) {
         return f;
       }
     }
@@ -182,8 +191,8 @@ int main(int argc, char** argv) {
   set_up(cuCtxSetCurrent(context), "cuCtxSetCurrent");
 
   const char* tmp = std::getenv("TMPDIR");
-  std::string folder = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                       "/kit-device-count-XXXXXX";
+  std::string folder =
+      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/kit-device-count-XXXXXX";
   if (mkdtemp(folder.data()) == nullptr) {
     std::fprintf(stderr, "kit_device_count: no temporary folder for the cubins in %s\n",
                  folder.c_str());
@@ -191,8 +200,16 @@ int main(int argc, char** argv) {
   }
   const std::string cc = "sm_" + std::to_string(major * 10 + minor);
   const std::vector<std::string> files = cubins(cuobjdump, probe, folder, cc);
+  // The kernel as the lab's header declares it, demangled.
+  const std::string parameters = depth == 0
+                                     ? "(float const*, float const*, float*, int)"
+                                     : "(float const*, float const*, float*, int, int, int, int)";
+  int unloaded = 0;
   for (auto& [tile, function] : kernels) {
-    if (!files.empty()) function = find_kernel(files, kernel + "<" + std::to_string(tile) + ">(");
+    if (!files.empty()) {
+      function = find_kernel(
+          files, "void " + kernel + "<" + std::to_string(tile) + ">" + parameters, unloaded);
+    }
   }
   if (std::system(("rm -rf '" + folder + "'").c_str()) != 0) {
     std::fprintf(stderr, "kit_device_count: could not remove %s\n", folder.c_str());
@@ -203,19 +220,20 @@ int main(int argc, char** argv) {
     return kCountNotSetUp;
   }
   for (const auto& [tile, function] : kernels) {
+    if (function == nullptr && unloaded > 0) return kCountNotSetUp;  // said above
     if (function == nullptr) {
       std::fprintf(stderr,
-                   "kit_device_count: the probe's device code has no %s<%d>: the lab's kernel "
-                   "must keep its name and its TILE_WIDTH template parameter\n",
-                   kernel.c_str(), tile);
+                   "kit_device_count: the probe's device code has no %s<%d>%s: the lab's "
+                   "kernel must keep its name, its TILE_WIDTH template parameter and the "
+                   "parameters its header declares\n",
+                   kernel.c_str(), tile, parameters.c_str());
       return kNoLessonKernel;
     }
   }
 
   std::vector<kit::probe::Mode> modes;
   for (const auto& [tile, function] : kernels) {
-    modes.push_back({"loads-" + std::to_string(tile),
-                     [function = function, tile = tile, depth] {
+    modes.push_back({"loads-" + std::to_string(tile), [function = function, tile = tile, depth] {
                        return run_counted(function, tile, depth);
                      }});
   }

@@ -14,7 +14,8 @@
 // The token is the judge's secret for this run, read from a pipe (KIT_LOAD_COUNT_TOKEN_FD) by the
 // constructor below, which runs before the executable's own constructors. That does not keep the
 // student's code, linked into the probe, from the token or from the judge's pipe
-// (docs/design/tests.md, "The load counter", "Forging"): grading does not use the counter.
+// (docs/design/tests.md, "The load counter", "Forging"): the count grading reads is that of
+// kit_device_count (device_count.cpp), which holds no host code of the student's.
 #include <dlfcn.h>
 #include <sanitizer.h>
 #include <unistd.h>

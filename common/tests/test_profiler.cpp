@@ -235,8 +235,8 @@ class ScopedEnv {
   std::string before_;
 };
 
-// Counting with Nsight Compute alone (KIT_LOAD_COUNTER_PATH empty), as the grader counts unless
-// asked for the load counter: the tests of ncu's runs below.
+// Counting with Nsight Compute alone (KIT_LOAD_COUNTER_PATH empty), as the grader counts with
+// --ncu-loads or without a counter built: the tests of ncu's runs below.
 struct NoLoadCounter : ScopedEnv {
   NoLoadCounter() : ScopedEnv("KIT_LOAD_COUNTER_PATH", "") {}
 };
@@ -553,6 +553,12 @@ TEST_CASE(
       "  right) echo 'kit-probe-result: right';;\n"
       "  wrong) echo 'kit-probe-result: wrong'; echo 'P[0][1] is 3, expected 4' >&2; exit 4;;\n"
       "  faulted) echo 'cuLaunchKernel failed: an illegal memory access' >&2; exit 1;;\n"
+      // A kernel that faults makes the counter fail its launch's end: a line that spoils the
+      // count, here one without the token.
+      "  faulted-counter-error) echo 'an illegal memory access' >&2;\n"
+      "    echo 'error sanitizerStreamSynchronize: an illegal memory access' >&1001; exit 1;;\n"
+      "  spoiled-clean) echo 'kit-probe-result: right'; echo 'junk' >&1001;;\n"
+      "  usage) exit 2;;\n"
       "  no-kernel) echo 'no lab03::tiled_matmul_kernel<16>' >&2; exit 7;;\n"
       "  not-set-up) echo 'kit_device_count: cuInit failed: no CUDA-capable device' >&2; exit 6;;\n"
       "esac\n");
@@ -576,18 +582,23 @@ TEST_CASE(
   CHECK(wrong.result_wrong());
   // A kernel that failed under the kit's launch, or a probe without the lesson's kernel, is judged
   // (the test fails): never handed to Nsight Compute over the student's own launcher.
-  for (const std::string& failed : {"faulted", "no-kernel"}) {
+  for (const std::string& failed : {"faulted", "faulted-counter-error", "no-kernel"}) {
     const kit::profiler::Profile p = counted(failed);
     CAPTURE(failed, p.run.output);
     CHECK(p.counter_problem.empty());
     CHECK(p.run.exit_code != 0);
     CHECK(p.results_right() == 0);
   }
-  // Only the kit's own set-up failing falls back, saying why.
+  // Only what is the kit's doing falls back, saying why: its set-up failing, the program refusing
+  // its arguments, the counter's lines spoiled in a run that ended cleanly.
   const kit::profiler::Profile not_set_up = counted("not-set-up");
   CHECK_THAT(not_set_up.counter_problem,
              Catch::Matchers::ContainsSubstring("could not set its count up"));
   CHECK_THAT(not_set_up.counter_problem, Catch::Matchers::ContainsSubstring("cuInit failed"));
+  CHECK_THAT(counted("usage").counter_problem,
+             Catch::Matchers::ContainsSubstring("could not be run (exit code 2)"));
+  CHECK_THAT(counted("spoiled-clean").counter_problem,
+             Catch::Matchers::ContainsSubstring("without this run's token"));
   std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }
 
@@ -748,12 +759,13 @@ std::string fake_counting_ncu(const std::string& folder, int loads) {
 // lab's launcher counted in the probe beside the kit's own launch (kit::check_launcher).
 TEST_CASE("launcher check: the lab's launcher must launch the kernel as the kit did",
           "[.launcher_check]") {
-  const std::string scenario = std::getenv("KIT_TEST_LAUNCHER");
+  const char* given = std::getenv("KIT_TEST_LAUNCHER");
+  const std::string scenario = given != nullptr ? given : "same";
   const std::string marker = "_ZN3kit12_GLOBAL__N_19trial_endEv";
   const std::string k16 = "_ZN5lab0319tiled_matmul_kernelILi16EEvPKfS2_Pfi";
   const std::string k32 = "_ZN5lab0319tiled_matmul_kernelILi32EEvPKfS2_Pfi";
   const std::vector<std::vector<kit::profiler::KernelCount>> kits = {{{k16, 65536.0}},
-                                                                      {{k32, 32768.0}}};
+                                                                     {{k32, 32768.0}}};
   kit::profiler::Profile own;
   own.run.exit_code = 0;
   own.run.output = "kit-probe-result: right\nkit-probe-result: right\n";
@@ -775,8 +787,7 @@ TEST_CASE("launcher check: the lab's launcher must launch the kernel as the kit 
                       {"tiled_matmul_kernel", "README section 5", "lab03"});
 }
 
-TEST_CASE("a launcher that does not launch the kernel as the kit did fails the count",
-          "[common]") {
+TEST_CASE("a launcher that does not launch the kernel as the kit did fails the count", "[common]") {
   char self[4096];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   REQUIRE(n > 0);

@@ -1,5 +1,6 @@
-// The locality test of the tiled labs (03, 04): the student's tiled kernel, run once by the
-// lab's probe under Nsight Compute (or the kit's load counter, an experiment; kit/profiler.hpp),
+// The locality test of the tiled labs (03-05): the student's tiled kernel, launched once by the
+// kit alone under the kit's load counter, or by the lab's probe under Nsight Compute where the
+// counter is not built (kit/profiler.hpp),
 // must issue no more global load instructions than a tiled kernel does, TILE_WIDTH times fewer than
 // the naive kernel. The test reports the ratio as the metric "global_load_ratio"; the rubric turns
 // it into partial credit (docs/design/tests.md).
@@ -88,14 +89,14 @@ inline void check_launcher(const profiler::Profile& own,
                           "loads only of a kernel that computes P.");
   }
   const std::vector<std::vector<profiler::KernelCount>> own_trials = own.trials();
-  if (!own.counter_problem.empty() || right < trials.size() ||
-      own_trials.size() != trials.size()) {
+  if (!own.counter_problem.empty() || right < trials.size() || own_trials.size() != trials.size()) {
     FAIL("the probe failed under the kit's load counter with the lab's launcher ("
          << (own.counter_problem.empty() ? "exit code " + std::to_string(own.run.exit_code)
                                          : own.counter_problem)
          << "; " << right << " of " << trials.size() << " trials finished):\n"
-         << own.explanation() << "hint: the kernel or its launch failed; the correctness tests "
-                                 "show how.");
+         << own.explanation()
+         << "hint: the kernel or its launch failed; the correctness tests "
+            "show how.");
   }
   for (std::size_t i = 0; i < trials.size(); ++i) {
     double mine = 0.0, kits = 0.0;
@@ -132,14 +133,19 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
                                      const profiler::SharedProfile& shared = {}) {
   const int width = probe::kCountedMatmulWidth;
   const std::string ncu = profiler::find_ncu(cuda_bin_dir);
-  if (ncu.empty()) {
+  const profiler::KitLaunch alone{lesson.lab_namespace + "::" + lesson.kernel, lesson.strip_depth,
+                                  sanitizer::find_cuda_tool("cuobjdump", cuda_bin_dir)};
+  const bool kit_counts = !alone.cuobjdump.empty() &&
+                          !profiler::device_count_path(profiler::load_counter_path()).empty();
+  if (ncu.empty() && !kit_counts) {
     SKIP("Nsight Compute (ncu) was found neither on PATH nor in "
          << cuda_bin_dir
-         << " nor in /usr/local/cuda/bin; counting global loads needs it (it comes with the "
-            "CUDA toolkit)");
+         << " nor in /usr/local/cuda/bin, and the kit's load counter was not built; counting "
+            "global loads needs one of them (ncu comes with the CUDA toolkit)");
   }
-  // Where the load counter is asked for, it counts, and ncu runs only for a probe whose counted
-  // run did not end cleanly, with P right or found wrong (kit::profiler::profile). Under ncu:
+  // Where the load counter is given, it counts the kit's own launch of the kernel, and ncu runs
+  // only where that count could not be made for a reason of the kit's
+  // (kit::profiler::count_kernel_alone). Under ncu:
   // All trials run in one probe process under one ncu (its start takes seconds), which becomes
   // the GPU's one profiling process once, after creating its context (kit/gpu_gate.hpp: ncu's
   // counts do not depend on other processes, but two profilers at once collide), and marks
@@ -147,12 +153,16 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
   std::string modes;
   for (const LoadCountTrial& trial : trials) modes += (modes.empty() ? "" : " ") + trial.probe_mode;
   std::size_t skipped = 0;  // the trials of another test's part of a shared run (lab 05's)
-  const profiler::KitLaunch alone{lesson.lab_namespace + "::" + lesson.kernel, lesson.strip_depth,
-                                  sanitizer::find_cuda_tool("cuobjdump", cuda_bin_dir)};
-  const profiler::Profile p = profiler::profile_shared(ncu, profiler::kGlobalLoads, probe, modes,
-                                                       shared, skipped,
-                                                       alone.cuobjdump.empty() ? profiler::KitLaunch{}
-                                                                               : alone);
+  const profiler::Profile p =
+      profiler::profile_shared(ncu, profiler::kGlobalLoads, probe, modes, shared, skipped,
+                               kit_counts ? alone : profiler::KitLaunch{});
+  if (p.kit_launched && !p.counter_problem.empty()) {  // no ncu to count instead
+    SKIP("the kit's load counter could not count here ("
+         << p.counter_problem
+         << "), and Nsight Compute (ncu), which would count instead, was found neither on PATH "
+            "nor in "
+         << cuda_bin_dir << " nor in /usr/local/cuda/bin");
+  }
   // Where the kit launched the kernel itself, its hints say how (in the same hint: the kit's
   // launch is no cause to fix first).
   const std::string launched =
@@ -190,11 +200,10 @@ inline void check_tiled_global_loads(const std::string& probe, const std::string
       const std::string why = profiler::unusable_reason(ncu, profiler::kGlobalLoads, probe);
       if (!why.empty()) SKIP(why);
     }
-    FAIL("the probe failed under "
-         << p.counted_by << " (exit code " << p.run.exit_code << "; " << right << " of "
-         << trials.size() << " trials finished):\n"
-         << p.explanation() << "hint: the kernel or its launch failed" << launched
-         << "; the correctness tests show how.");
+    FAIL("the probe failed under " << p.counted_by << " (exit code " << p.run.exit_code << "; "
+                                   << right << " of " << trials.size() << " trials finished):\n"
+                                   << p.explanation() << "hint: the kernel or its launch failed"
+                                   << launched << "; the correctness tests show how.");
   }
   if (p.launcher) check_launcher(*p.launcher, per_trial, trials, lesson);
   double worst = 0.0;

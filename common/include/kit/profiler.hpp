@@ -268,7 +268,8 @@ struct KitLaunch {
   std::string cuobjdump;
 };
 
-// kit_device_count beside `counter` (common/load_counter/CMakeLists.txt), or "" where there is none.
+// kit_device_count beside `counter` (common/load_counter/CMakeLists.txt), or "" where there is
+// none.
 inline std::string device_count_path(const std::string& counter) {
   const std::string path = counter.substr(0, counter.rfind('/') + 1) + "kit_device_count";
   return !counter.empty() && sanitizer::is_executable(path) ? path : "";
@@ -498,10 +499,12 @@ inline Profile count_loads(const std::string& counter, const std::string& probe,
 // modes `probe_args` (kit_device_count `device_count`, counted by `counter`): the probe's counted
 // run with every line of host code the kit's, so nothing of the student's can reach the
 // counter's token or lines (docs/design/tests.md, "The load counter"). The run is read as it
-// ended, a wrong P or a kernel that failed included, and the test judges it; only where the
-// count could not be made for a reason of the kit's (the run not started, kit_device_count's set-up
-// failed before the kernel ran, the counter failed or gave incomplete lines after a clean end)
-// does counter_problem say why, and the caller counts with Nsight Compute instead.
+// ended, a wrong P or a kernel that failed included (a kernel that faults also makes the counter
+// write an error line: that run is judged too), and the test judges it; only where the count could
+// not be made for a reason of the kit's (the run not started, or kit_device_count not run or
+// refused its arguments, its set-up failed before the kernel ran, or the counter failed or gave
+// incomplete lines after a clean end) does counter_problem say why, and the caller counts with
+// Nsight Compute instead.
 inline Profile count_kernel_alone(const std::string& counter, const std::string& device_count,
                                   const KitLaunch& launch, const std::string& probe,
                                   const std::string& probe_args) {
@@ -514,11 +517,13 @@ inline Profile count_kernel_alone(const std::string& counter, const std::string&
   p.kit_launched = true;
   const int code = p.run.exit_code;
   const bool ended = code == 0 || (code == sanitizer::kWrongResult && p.result_wrong());
-  const bool counter_failed = p.counter_problem.rfind("the counter failed", 0) == 0;
   if (code == probe::kCountNotSetUp) {
     p.counter_problem = "kit_device_count could not set its count up: " + p.explanation(2);
-  } else if (code >= 0 && !counter_failed && (!ended || p.counter_problem.empty())) {
-    p.counter_problem.clear();  // the run is judged as it ended
+  } else if (code == 2 || code == 126 || code == 127) {  // usage; not executable; not found
+    p.counter_problem = "kit_device_count could not be run (exit code " + std::to_string(code) +
+                        "): " + p.explanation(2);
+  } else if (code >= 0 && !ended) {
+    p.counter_problem.clear();  // the kernel failed under the kit's launch: judged as it ended
   }
   return p;
 }
@@ -585,6 +590,7 @@ inline Profile profile(const std::string& ncu, const std::string& metric, const 
     c.launcher = std::make_shared<const Profile>(count_loads(counter, probe, probe_args));
     return counted.emplace(key, c).first->second;
   }
+  if (ncu.empty()) return c;  // nothing to count instead: the caller says why
   Profile p = profile_with_ncu(ncu, metric, probe, probe_args);
   p.counter_problem = c.counter_problem;
   return p;
