@@ -293,6 +293,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="an experiment: while a GPU's profiler turn is held or waited for, start no test process "
         "there while K or more run (compare the profiler turns' seconds with a pass without it)",
     )
+    bench.add_argument(
+        "--max-defer",
+        type=float,
+        metavar="S",
+        help="an experiment: a speed test's window drains its GPU at most S seconds after it is asked "
+        "for (the engine's own: 20), where only jobs expected to end by then start (compare the rates "
+        "and the speed credits with a pass without it)",
+    )
     _add_process_experiments(bench)
     bench.add_argument("--out", metavar="DIR", type=Path, help="write bench.json there")
     bench.add_argument("--work-dir", metavar="DIR", help=argparse.SUPPRESS)
@@ -616,10 +624,13 @@ def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
 def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
     if args.turn_slots is not None and args.turn_slots < 1:
         raise GraderError("--turn-slots must be at least 1")
+    if args.max_defer is not None and args.max_defer < 0:
+        raise GraderError("--max-defer must be 0 or more seconds")
     options = replace(
         grading.grade_options(kit, args),
         exclusive_windows=not args.shared_windows,
         turn_slots=args.turn_slots,
+        max_defer=args.max_defer if args.max_defer is not None else GradeOptions.max_defer,
         load_counter=not args.ncu_loads,
         modes_together=not args.modes_apart,
     )

@@ -87,6 +87,7 @@ class GradeOptions:
     output_dir: Path | None = None  # the class's --out, hidden from confined tests
     exclusive_windows: bool = True  # False only in the bench's experiment (Scheduler says what)
     turn_slots: int | None = None  # GPU jobs running beside a profiler turn; a bench experiment
+    max_defer: float = 20.0  # how long a window asked for waits to drain its lane; a bench experiment
     load_counter: bool = True  # count global loads with the kit's load counter where built, else ncu
     # A sanitizer test's modes in one probe process: one CUDA start instead of one a mode
     # (kit::sanitizer::run_modes); off only for bench and validate --modes-apart.
@@ -139,6 +140,7 @@ class Engine:
             options.gpu_slots,
             exclusive_windows=options.exclusive_windows,
             turn_slots=options.turn_slots,
+            max_defer=options.max_defer,
         )
         # Threads for the tests of every submission in flight, each with its lab's tests handed to
         # the scheduler together (a lab has up to about twenty): a pool sized by the slots alone

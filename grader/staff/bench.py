@@ -516,6 +516,7 @@ def run_bench(
         "settings": {
             "exclusive_windows": options.exclusive_windows,
             "turn_slots": options.turn_slots,
+            "max_defer": options.max_defer,
             "load_counter": options.load_counter,
             "modes_together": options.modes_together,
             "in_flight": options.in_flight,  # None: the engine's own, half the CPU slots

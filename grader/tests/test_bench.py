@@ -1,6 +1,7 @@
 """bench.py on the fake kit: distinct copies, serial and engine passes, and the comparison."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -48,6 +49,7 @@ def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_p
     assert report["settings"] == {
         "exclusive_windows": True,
         "turn_slots": None,
+        "max_defer": 20.0,
         "load_counter": True,
         "modes_together": True,
         "in_flight": None,
@@ -273,3 +275,20 @@ def test_each_labs_stretch_says_how_long_its_tests_took_and_its_turns():
     assert three.median_stretch == 12.5  # bob 10 s, cat 15 s
     assert (three.turns, three.turn_seconds) == (1, 1.5)
     assert three.per_minute == 60.0 * 2 / 18.0
+
+
+def test_bench_takes_max_defer_into_the_engines_scheduler(fake_kit):
+    # --max-defer is a bench experiment: it reaches the scheduler the engine makes, and a negative
+    # value is refused before anything is graded.
+    from grader import cli
+    from grader.pipeline import grade as pipeline
+    from grader.errors import GraderError
+
+    parser = cli.build_parser()
+    assert parser.parse_args(["bench", "--max-defer", "5"]).max_defer == 5.0
+    assert parser.parse_args(["bench"]).max_defer is None
+    options = replace(fake_kit.options(confine=False), max_defer=5.0)
+    with pipeline.Engine(fake_kit.kit, options) as engine:
+        assert engine.scheduler.max_defer == 5.0
+    with pytest.raises(GraderError, match="max-defer"):
+        cli.run_bench_command(fake_kit.kit, parser.parse_args(["bench", "--max-defer", "-1"]))
