@@ -281,8 +281,8 @@ def test_bench_takes_max_defer_into_the_engines_scheduler(fake_kit):
     # --max-defer is a bench experiment: it reaches the scheduler the engine makes, and a negative
     # value is refused before anything is graded.
     from grader import cli
-    from grader.pipeline import grade as pipeline
     from grader.errors import GraderError
+    from grader.pipeline import grade as pipeline
 
     parser = cli.build_parser()
     assert parser.parse_args(["bench", "--max-defer", "5"]).max_defer == 5.0
