@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 import threading
@@ -624,8 +625,8 @@ def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
 def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
     if args.turn_slots is not None and args.turn_slots < 1:
         raise GraderError("--turn-slots must be at least 1")
-    if args.max_defer is not None and args.max_defer < 0:
-        raise GraderError("--max-defer must be 0 or more seconds")
+    if args.max_defer is not None and not (math.isfinite(args.max_defer) and args.max_defer >= 0):
+        raise GraderError("--max-defer must be a number of seconds, 0 or more")
     options = replace(
         grading.grade_options(kit, args),
         exclusive_windows=not args.shared_windows,

@@ -80,22 +80,28 @@ std::vector<std::string> cubins(const std::string& cuobjdump, const std::string&
   return found;
 }
 
-// The function whose demangled name is `kernel` exactly ("void lab03::tiled_matmul_kernel<16>(float
-// const*, float const*, float*, int)": an overload of other parameters is another function), in
-// the first cubin that has one; nullptr where none has. A cubin the driver would not load is said
-// on standard error and counted in `unloaded`.
-CUfunction find_kernel(const std::vector<std::string>& files, const std::string& kernel,
-                       int& unloaded) {
+// Every function of the cubins `files`, by demangled name, each with how many cubins define it;
+// `loaded` counts the cubins the driver loaded. A cubin it would not load is said on standard
+// error: a student's file can make its own cubin too big to load, so that alone is the student's
+// doing where another cubin (the kit's own) loaded.
+struct DeviceFunctions {
+  std::map<std::string, CUfunction> by_name;
+  std::map<std::string, int> definitions;
+  int loaded = 0;
+};
+
+DeviceFunctions device_functions(const std::vector<std::string>& files) {
+  DeviceFunctions found;
   for (const std::string& file : files) {
     CUmodule module = nullptr;
-    if (const CUresult loaded = cuModuleLoad(&module, file.c_str()); loaded != CUDA_SUCCESS) {
+    if (const CUresult result = cuModuleLoad(&module, file.c_str()); result != CUDA_SUCCESS) {
       const char* text = nullptr;
-      cuGetErrorString(loaded, &text);
+      cuGetErrorString(result, &text);
       std::fprintf(stderr, "kit_device_count: cuModuleLoad of %s failed: %s\n", file.c_str(),
                    text != nullptr ? text : "an unknown error");
-      ++unloaded;
       continue;
     }
+    ++found.loaded;
     // A cubin with no kernel (lab 04's probe has one) enumerates none: the driver refuses a
     // count of 0 as an invalid argument.
     unsigned int count = 0;
@@ -108,13 +114,14 @@ CUfunction find_kernel(const std::vector<std::string>& files, const std::string&
     }
     for (CUfunction f : functions) {
       const char* name = nullptr;
-      if (cuFuncGetName(&name, f) == CUDA_SUCCESS && name != nullptr && demangled(name) == kernel) {
-        return f;
-      }
+      if (cuFuncGetName(&name, f) != CUDA_SUCCESS || name == nullptr) continue;
+      const std::string full = demangled(name);
+      found.by_name.emplace(full, f);
+      ++found.definitions[full];
     }
-    cuModuleUnload(module);
+    // Kept loaded: a function found here is launched later.
   }
-  return nullptr;
+  return found;
 }
 
 // The tile width a loads mode names: loads-16 gives 16; 0 for any other.
@@ -200,35 +207,34 @@ int main(int argc, char** argv) {
   }
   const std::string cc = "sm_" + std::to_string(major * 10 + minor);
   const std::vector<std::string> files = cubins(cuobjdump, probe, folder, cc);
-  // The kernel as the lab's header declares it, demangled.
   const std::string parameters = depth == 0
                                      ? "(float const*, float const*, float*, int)"
                                      : "(float const*, float const*, float*, int, int, int, int)";
-  int unloaded = 0;
-  for (auto& [tile, function] : kernels) {
-    if (!files.empty()) {
-      function = find_kernel(
-          files, "void " + kernel + "<" + std::to_string(tile) + ">" + parameters, unloaded);
-    }
-  }
+  const DeviceFunctions functions = device_functions(files);
   if (std::system(("rm -rf '" + folder + "'").c_str()) != 0) {
     std::fprintf(stderr, "kit_device_count: could not remove %s\n", folder.c_str());
   }
-  if (files.empty()) {
-    std::fprintf(stderr, "kit_device_count: %s holds no device code for this GPU (%s)\n",
+  if (files.empty() || functions.loaded == 0) {
+    std::fprintf(stderr, "kit_device_count: %s holds no device code for this GPU (%s) that loads\n",
                  probe.c_str(), cc.c_str());
     return kCountNotSetUp;
   }
-  for (const auto& [tile, function] : kernels) {
-    if (function == nullptr && unloaded > 0) return kCountNotSetUp;  // said above
-    if (function == nullptr) {
+  // The kernel as the lab's header declares it, demangled ("void lab03::tiled_matmul_kernel<16>(
+  // float const*, float const*, float*, int)"): an overload of other parameters is another
+  // function. Defined once: with two definitions the kit could count another than the launcher's.
+  for (auto& [tile, function] : kernels) {
+    const std::string name = "void " + kernel + "<" + std::to_string(tile) + ">" + parameters;
+    const auto defined = functions.definitions.find(name);
+    if (defined == functions.definitions.end() || defined->second != 1) {
       std::fprintf(stderr,
-                   "kit_device_count: the probe's device code has no %s<%d>%s: the lab's "
-                   "kernel must keep its name, its TILE_WIDTH template parameter and the "
-                   "parameters its header declares\n",
-                   kernel.c_str(), tile, parameters.c_str());
+                   "kit_device_count: the probe's device code has %s %s<%d>%s: the lab's kernel "
+                   "must keep its name, its TILE_WIDTH template parameter and the parameters its "
+                   "header declares, defined once\n",
+                   defined == functions.definitions.end() ? "no" : "more than one", kernel.c_str(),
+                   tile, parameters.c_str());
       return kNoLessonKernel;
     }
+    function = functions.by_name.at(name);
   }
 
   std::vector<kit::probe::Mode> modes;

@@ -553,10 +553,6 @@ TEST_CASE(
       "  right) echo 'kit-probe-result: right';;\n"
       "  wrong) echo 'kit-probe-result: wrong'; echo 'P[0][1] is 3, expected 4' >&2; exit 4;;\n"
       "  faulted) echo 'cuLaunchKernel failed: an illegal memory access' >&2; exit 1;;\n"
-      // A kernel that faults makes the counter fail its launch's end: a line that spoils the
-      // count, here one without the token.
-      "  faulted-counter-error) echo 'an illegal memory access' >&2;\n"
-      "    echo 'error sanitizerStreamSynchronize: an illegal memory access' >&1001; exit 1;;\n"
       "  spoiled-clean) echo 'kit-probe-result: right'; echo 'junk' >&1001;;\n"
       "  usage) exit 2;;\n"
       "  no-kernel) echo 'no lab03::tiled_matmul_kernel<16>' >&2; exit 7;;\n"
@@ -582,7 +578,7 @@ TEST_CASE(
   CHECK(wrong.result_wrong());
   // A kernel that failed under the kit's launch, or a probe without the lesson's kernel, is judged
   // (the test fails): never handed to Nsight Compute over the student's own launcher.
-  for (const std::string& failed : {"faulted", "faulted-counter-error", "no-kernel"}) {
+  for (const std::string& failed : {"faulted", "no-kernel"}) {
     const kit::profiler::Profile p = counted(failed);
     CAPTURE(failed, p.run.output);
     CHECK(p.counter_problem.empty());
@@ -600,6 +596,32 @@ TEST_CASE(
   CHECK_THAT(counted("spoiled-clean").counter_problem,
              Catch::Matchers::ContainsSubstring("without this run's token"));
   std::system(("rm -rf '" + std::string(folder) + "'").c_str());
+}
+
+TEST_CASE("a run of the kit's own launch falls back only for what is the kit's doing", "[common]") {
+  using kit::profiler::kit_side_problem;
+  // A kernel that faulted: the counter's own error line spoils the lines, and the run is judged.
+  CHECK(kit_side_problem(1, false, "the counter failed: sanitizerStreamSynchronize: illegal", "")
+            .empty());
+  CHECK(kit_side_problem(kit::probe::kNoLessonKernel, false, "", "").empty());
+  CHECK(kit_side_problem(134, false, "no end line: the probe did not end", "").empty());
+  // Clean ends are judged where the lines are whole, and fall back where they are not.
+  CHECK(kit_side_problem(0, false, "", "").empty());
+  CHECK(kit_side_problem(kit::probe::kWrongResult, true, "", "").empty());
+  CHECK(kit_side_problem(0, false, "the counter failed: sanitizerSubscribe", "") ==
+        "the counter failed: sanitizerSubscribe");
+  CHECK(kit_side_problem(-1, false, "the probe could not be run or waited for", "") ==
+        "the probe could not be run or waited for");
+  // Exit code 4 without the wrong-P line is a failure like any other: judged.
+  CHECK(kit_side_problem(kit::probe::kWrongResult, false, "the probe exited with code 4", "")
+            .empty());
+  for (int code : {2, 125, 126, 127}) {
+    CAPTURE(code);
+    CHECK_THAT(kit_side_problem(code, false, "", "env: not found"),
+               Catch::Matchers::ContainsSubstring("could not be run"));
+  }
+  CHECK_THAT(kit_side_problem(kit::probe::kCountNotSetUp, false, "", "cuInit failed"),
+             Catch::Matchers::ContainsSubstring("could not set its count up: cuInit failed"));
 }
 
 TEST_CASE("the kit's own launch is counted only where kit_device_count is beside the counter",

@@ -149,6 +149,9 @@ SUBMISSION_ORDER: ContextVar[int] = ContextVar("submission_order", default=0)
 # submission in each span of the timeline, so that a bench can say whose process ran long.
 SUBMISSION: ContextVar[str | None] = ContextVar("submission", default=None)
 
+# How long a window asked for waits, at most, before its lane drains (the module's docstring).
+MAX_DEFER_S = 20.0
+
 
 class Scheduler:
     def __init__(
@@ -156,7 +159,7 @@ class Scheduler:
         cpu_slots: int,
         gpus: list[str],
         gpu_slots: int,
-        max_defer: float = 20.0,
+        max_defer: float = MAX_DEFER_S,
         clock: Callable[[], float] = time.monotonic,
         exclusive_windows: bool = True,
         turn_slots: int | None = None,

@@ -28,7 +28,16 @@ from ..confine.cgroups import Cgroups
 from ..confine.cgroups import detect as detect_cgroups
 from ..confine.proc import kill_started_groups
 from ..confine.sandbox import Sandbox, detect, gpu_nodes, tool_folders
-from ..engine.schedule import SUBMISSION, SUBMISSION_ORDER, Need, Scheduler, Stopped, result_of, visible_gpus
+from ..engine.schedule import (
+    MAX_DEFER_S,
+    SUBMISSION,
+    SUBMISSION_ORDER,
+    Need,
+    Scheduler,
+    Stopped,
+    result_of,
+    visible_gpus,
+)
 from ..errors import GraderError
 from ..progress import PlainProgress, Progress, QuietProgress
 from ..rubric import Kit, Lab, check_rubric_against_listing
@@ -87,7 +96,7 @@ class GradeOptions:
     output_dir: Path | None = None  # the class's --out, hidden from confined tests
     exclusive_windows: bool = True  # False only in the bench's experiment (Scheduler says what)
     turn_slots: int | None = None  # GPU jobs running beside a profiler turn; a bench experiment
-    max_defer: float = 20.0  # how long a window asked for waits to drain its lane; a bench experiment
+    max_defer: float = MAX_DEFER_S  # how long a window asked for waits to drain its lane; a bench experiment
     load_counter: bool = True  # count global loads with the kit's load counter where built, else ncu
     # A sanitizer test's modes in one probe process: one CUDA start instead of one a mode
     # (kit::sanitizer::run_modes); off only for bench and validate --modes-apart.

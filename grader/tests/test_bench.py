@@ -277,7 +277,7 @@ def test_each_labs_stretch_says_how_long_its_tests_took_and_its_turns():
     assert three.per_minute == 60.0 * 2 / 18.0
 
 
-def test_bench_takes_max_defer_into_the_engines_scheduler(fake_kit):
+def test_bench_takes_max_defer_into_the_engines_scheduler(fake_kit, monkeypatch):
     # --max-defer is a bench experiment: it reaches the scheduler the engine makes, and a negative
     # value is refused before anything is graded.
     from grader import cli
@@ -290,5 +290,13 @@ def test_bench_takes_max_defer_into_the_engines_scheduler(fake_kit):
     options = replace(fake_kit.options(confine=False), max_defer=5.0)
     with pipeline.Engine(fake_kit.kit, options) as engine:
         assert engine.scheduler.max_defer == 5.0
-    with pytest.raises(GraderError, match="max-defer"):
-        cli.run_bench_command(fake_kit.kit, parser.parse_args(["bench", "--max-defer", "-1"]))
+    for bad in ("-1", "inf", "nan"):
+        with pytest.raises(GraderError, match="max-defer"):
+            cli.run_bench_command(fake_kit.kit, parser.parse_args(["bench", "--max-defer", bad]))
+    # What the command hands the bench: the value given, or the engine's own without one.
+    seen = []
+    monkeypatch.setattr(cli, "run_bench", lambda kit, options, *rest: seen.append(options.max_defer) or 0)
+    monkeypatch.setattr(cli.grading, "grade_options", lambda kit, args: fake_kit.options(confine=False))
+    cli.run_bench_command(fake_kit.kit, parser.parse_args(["bench", "--max-defer", "5"]))
+    cli.run_bench_command(fake_kit.kit, parser.parse_args(["bench"]))
+    assert seen == [5.0, 20.0]

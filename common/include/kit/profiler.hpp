@@ -495,6 +495,27 @@ inline Profile count_loads(const std::string& counter, const std::string& probe,
   return p;
 }
 
+// What keeps a run of kit_device_count from being judged, "" where it is judged as it ended: its
+// exit code `code`, whether it printed the probe's wrong-P line, the problem count_loads found in
+// the counter's lines (`lines_problem`, "" where none) and the run's explanation. The kit's own
+// failures: kCountNotSetUp; 2, 125, 126 or 127 (usage; env, which confines it, failing; not
+// executable; not found); a run that could not start (code < 0); the counter's lines spoiled in a
+// run that ended cleanly. Anything else is the kernel's: a fault also makes the counter write an
+// error line, and that run is judged.
+inline std::string kit_side_problem(int code, bool found_p_wrong, const std::string& lines_problem,
+                                    const std::string& explanation) {
+  const bool ended = code == 0 || (code == sanitizer::kWrongResult && found_p_wrong);
+  if (code == probe::kCountNotSetUp) {
+    return "kit_device_count could not set its count up: " + explanation;
+  }
+  if (code == 2 || code == 125 || code == 126 || code == 127) {
+    return "kit_device_count could not be run (exit code " + std::to_string(code) +
+           "): " + explanation;
+  }
+  if (code < 0 || ended) return lines_problem;
+  return "";
+}
+
 // The global loads of the lesson's kernel, taken out of `probe` and launched by the kit alone in
 // modes `probe_args` (kit_device_count `device_count`, counted by `counter`): the probe's counted
 // run with every line of host code the kit's, so nothing of the student's can reach the
@@ -515,16 +536,8 @@ inline Profile count_kernel_alone(const std::string& counter, const std::string&
   Profile p = count_loads(counter, device_count, args);
   p.counted_by = "the kit's load counter, the kit launching the kernel itself";
   p.kit_launched = true;
-  const int code = p.run.exit_code;
-  const bool ended = code == 0 || (code == sanitizer::kWrongResult && p.result_wrong());
-  if (code == probe::kCountNotSetUp) {
-    p.counter_problem = "kit_device_count could not set its count up: " + p.explanation(2);
-  } else if (code == 2 || code == 126 || code == 127) {  // usage; not executable; not found
-    p.counter_problem = "kit_device_count could not be run (exit code " + std::to_string(code) +
-                        "): " + p.explanation(2);
-  } else if (code >= 0 && !ended) {
-    p.counter_problem.clear();  // the kernel failed under the kit's launch: judged as it ended
-  }
+  p.counter_problem =
+      kit_side_problem(p.run.exit_code, p.result_wrong(), p.counter_problem, p.explanation(2));
   return p;
 }
 
@@ -587,7 +600,10 @@ inline Profile profile(const std::string& ncu, const std::string& metric, const 
   if (const auto kept = counted.find(key); kept != counted.end()) return kept->second;
   Profile c = count_kernel_alone(counter, device_count, alone, probe, probe_args);
   if (c.counter_problem.empty()) {
-    c.launcher = std::make_shared<const Profile>(count_loads(counter, probe, probe_args));
+    // The launcher's run matters only beside a clean count: a failed one fails the test first.
+    if (c.run.exit_code == 0) {
+      c.launcher = std::make_shared<const Profile>(count_loads(counter, probe, probe_args));
+    }
     return counted.emplace(key, c).first->second;
   }
   if (ncu.empty()) return c;  // nothing to count instead: the caller says why
