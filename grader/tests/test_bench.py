@@ -294,8 +294,13 @@ def test_bench_takes_max_defer_into_the_engines_scheduler(fake_kit, monkeypatch)
         with pytest.raises(GraderError, match="max-defer"):
             cli.run_bench_command(fake_kit.kit, parser.parse_args(["bench", "--max-defer", bad]))
     # What the command hands the bench: the value given, or the engine's own without one.
-    seen = []
-    monkeypatch.setattr(cli, "run_bench", lambda kit, options, *rest: seen.append(options.max_defer) or 0)
+    seen: list[float] = []
+
+    def run_bench(kit, options, *rest) -> int:
+        seen.append(options.max_defer)
+        return 0
+
+    monkeypatch.setattr(cli, "run_bench", run_bench)
     monkeypatch.setattr(cli.grading, "grade_options", lambda kit, args: fake_kit.options(confine=False))
     cli.run_bench_command(fake_kit.kit, parser.parse_args(["bench", "--max-defer", "5"]))
     cli.run_bench_command(fake_kit.kit, parser.parse_args(["bench"]))
