@@ -777,6 +777,71 @@ std::string fake_counting_ncu(const std::string& folder, int loads) {
 }
 }  // namespace
 
+// Run by the next case in a process of its own, with KIT_LOAD_COUNTER_PATH naming a counter
+// beside a stand-in kit_device_count and no ncu anywhere: what the locality test makes of it.
+TEST_CASE("locality without ncu: the kit's counter counts or the test says why not",
+          "[.locality_without_ncu]") {
+  const char* tools = std::getenv("KIT_TEST_TOOLS");  // a folder with a stand-in cuobjdump
+  kit::check_tiled_global_loads("probe", tools != nullptr ? tools : "",
+                                {{16, "loads-16"}, {32, "loads-32"}},
+                                {"tiled_matmul_kernel", "README section 5", "lab03"});
+}
+
+TEST_CASE(
+    "the locality test counts with the kit's counter where ncu is missing and skips only where "
+    "neither can count",
+    "[common]") {
+  if (!kit::profiler::find_ncu("/nonexistent").empty()) {
+    SKIP("ncu is installed here: this case needs a machine without it");
+  }
+  const std::string built = built_counter_or_skip(true);
+  // The counter's copy for tests, with the API's library where its rpath looks ($ORIGIN/..), and
+  // a stand-in kit_device_count beside it: a bash script the counter is preloaded into.
+  char folder[] = "/tmp/kit-no-ncu-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  const std::string root = folder;
+  const std::string built_dir = built.substr(0, built.rfind('/'));
+  REQUIRE(std::system(("mkdir -p '" + root + "/counter/for_tests' '" + root + "/tools' && cp '" +
+                       built + "' '" + root + "/counter/for_tests/' && cp '" + built_dir +
+                       "/../libsanitizer-public.so' '" + root + "/counter/'")
+                          .c_str()) == 0);
+  const std::string counter = root + "/counter/for_tests/" + built.substr(built.rfind('/') + 1);
+  write_script(root + "/tools", "cuobjdump", "#!/bin/sh\n");
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  REQUIRE(n > 0);
+  const auto judged = [&](const std::string& program) {
+    write_script(root + "/counter/for_tests", "kit_device_count", program);
+    const std::string out = root + "/out.txt";
+    const std::string command =
+        "PATH=/usr/bin:/bin KIT_LOAD_COUNT_END_WITHOUT_DRIVER=1 KIT_LOAD_COUNTER_PATH='" + counter +
+        "' KIT_TEST_TOOLS='" + root + "/tools' '" + std::string(self, static_cast<std::size_t>(n)) +
+        "' '[.locality_without_ncu]' --reporter compact > '" + out + "' 2>&1";
+    std::system(command.c_str());
+    std::string text;
+    if (std::FILE* f = std::fopen(out.c_str(), "r")) {
+      for (int c; (c = std::fgetc(f)) != EOF;) text += static_cast<char>(c);
+      std::fclose(f);
+    }
+    return text;
+  };
+  // The kit's program ran (no SKIP for want of ncu) and its run was judged: both trials right,
+  // but a stand-in launches no kernel for the counter to count.
+  const std::string counted = judged(
+      "#!/bin/bash\necho 'kit-probe-result: right'; echo 'kit-probe-result: right'; exit 0\n");
+  CAPTURE(counted);
+  CHECK_THAT(counted, Catch::Matchers::ContainsSubstring(
+                          "the probe failed under the kit's load counter, the kit launching"));
+  CHECK_THAT(counted, !Catch::Matchers::ContainsSubstring("skipped"));
+  // The kit's set-up failed and there is no ncu to count instead: a SKIP that says both.
+  const std::string not_set_up =
+      judged("#!/bin/bash\necho 'kit_device_count: cuInit failed: no device' >&2; exit 6\n");
+  CAPTURE(not_set_up);
+  CHECK_THAT(not_set_up, Catch::Matchers::ContainsSubstring("could not count here"));
+  CHECK_THAT(not_set_up, Catch::Matchers::ContainsSubstring("cuInit failed"));
+  std::system(("rm -rf '" + root + "'").c_str());
+}
+
 // Run by the next case in a process of its own, one scenario each ($KIT_TEST_LAUNCHER): the
 // lab's launcher counted in the probe beside the kit's own launch (kit::check_launcher).
 TEST_CASE("launcher check: the lab's launcher must launch the kernel as the kit did",
