@@ -218,7 +218,7 @@ if [[ $cuda_major == 13 && ! -f $cuda_bin/../compute-sanitizer/include/sanitizer
       "$sanitizer_api_pin" >>"$pip_log" 2>&1 && wheel_sanitizer_api; then
     say "installed the Compute Sanitizer API ($sanitizer_api_pin) into $venv for the load counter"
   else
-    say "note: no Compute Sanitizer API beside $cuda_bin and could not install it into $venv (offline, or no venv module; $pip_log): the load counter (an experiment) is not built"
+    say "note: no Compute Sanitizer API beside $cuda_bin and could not install it into $venv (offline, or no venv module; $pip_log): the load counter is not built, and the locality tests of labs 03-05 count with Nsight Compute"
   fi
 fi
 

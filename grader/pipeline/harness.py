@@ -51,12 +51,23 @@ HARNESS_TARGET = "kit_harness"
 # (common/load_counter/CMakeLists.txt): unless told --ncu-loads, the judges count global loads
 # with it, over kit_device_count (its folder's), which the sandbox shows them.
 LOAD_COUNTER = Path("load_counter") / "libkit_load_counter.so"
+DEVICE_COUNT = "kit_device_count"  # beside the counter: what it counts (common/load_counter/)
 
 
 def load_counter(harness: Harness) -> Path | None:
     """The harness's load counter, or None where it was not built (no Compute Sanitizer API)."""
     path = harness.build_dir / LOAD_COUNTER
     return path if path.is_file() else None
+
+
+def loads_counted_by(build_dir: Path, asked: bool) -> str:
+    """Who counts the locality tests' global loads in a harness built in `build_dir`: the kit's
+    load counter where it was built with kit_device_count beside it and not turned off (`asked`
+    False: --ncu-loads), else Nsight Compute (kit/profiler.hpp, device_count_path)."""
+    counter = build_dir / LOAD_COUNTER
+    if asked and counter.is_file() and (counter.parent / DEVICE_COUNT).is_file():
+        return "the kit's load counter"
+    return "Nsight Compute"
 
 
 def harness_config(config: BuildConfig, labs: list[Lab]) -> BuildConfig:

@@ -27,6 +27,7 @@ from ..engine.timeline import Timeline, build_timeline, plot_timeline
 from ..engine.usage import Usage, UsageSampler
 from ..pipeline.collect import submission_from_files
 from ..pipeline.grade import Engine, GradeOptions
+from ..pipeline.harness import loads_counted_by
 from ..pipeline.report import format_points, text_table
 from ..pipeline.run import Status
 from ..pipeline.score import SubmissionScore, TestScore
@@ -84,6 +85,9 @@ class Pass:
     spans: list[Span] = field(repr=False)  # times from the pass's start
     scores: dict[str, SubmissionScore] = field(repr=False)
     usage: Usage | None = field(default=None, repr=False)  # how busy the CPUs and GPUs were
+    # Who counted the locality tests' global loads: the kit's load counter where the harness has it
+    # and --ncu-loads was not given, else Nsight Compute (kit/profiler.hpp).
+    loads_counted_by: str = "Nsight Compute"
 
     @property
     def timeline(self) -> Timeline:
@@ -173,7 +177,8 @@ def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[Synthe
     ]
     progress = PlainProgress(stages=False)
     with Engine(kit, options, progress) as engine:
-        engine.harness()  # outside the timed part: built once per run, reused by every pass
+        harness = engine.harness()  # outside the timed part: built once per run, reused by every pass
+        counted_by = loads_counted_by(harness.build_dir, options.load_counter)
         progress.log(f"pass {name}:")
         progress.start(len(jobs), 0)  # a line per student graded, and what runs every 30 s
         finished: list[float] = []
@@ -196,6 +201,7 @@ def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[Synthe
             wall=wall,
             student_labs=sum(len(student.labs) for student in students),
             harness=engine.timings["harness"],
+            loads_counted_by=counted_by,
             build=engine.timings["build"],
             test_processes=engine.timings["test_processes"],
             compiled=engine.cache.compiled,
@@ -462,6 +468,7 @@ def run_bench(
     every_pass = passes + ([fewer] if fewer else []) + repeats
     print("\n" + format_passes(every_pass))
     print(f"\nharness (configure and build once per run): {engine.harness:.1f} s")
+    print(f"global loads of labs 03-05 counted by {engine.loads_counted_by}")
     print(
         f"measuring windows (a GPU alone): {engine.windows}, open {engine.window_seconds:.1f} s in all; "
         f"processes waited {engine.parked_seconds:.1f} s in all for them and for profiler turns "
@@ -611,6 +618,7 @@ def _pass_json(p: Pass) -> dict:
         "wall_s": round(p.wall, 2),
         "student_labs_per_minute": round(p.per_minute, 2),
         "first_report_s": round(p.first_report, 2),
+        "loads_counted_by": p.loads_counted_by,
         "build_s": round(p.build, 2),
         "test_processes_s": round(p.test_processes, 2),
         "compiles": p.compiled,

@@ -305,3 +305,23 @@ def test_bench_takes_max_defer_into_the_engines_scheduler(fake_kit, monkeypatch)
     cli.run_bench_command(fake_kit.kit, parser.parse_args(["bench", "--max-defer", "5"]))
     cli.run_bench_command(fake_kit.kit, parser.parse_args(["bench"]))
     assert seen == [5.0, 20.0]
+
+
+def test_the_bench_says_who_counted_the_global_loads(tmp_path, fake_kit, capsys):
+    from grader.pipeline.harness import DEVICE_COUNT, LOAD_COUNTER, loads_counted_by
+
+    assert loads_counted_by(tmp_path, True) == "Nsight Compute"  # no counter built
+    (tmp_path / LOAD_COUNTER).parent.mkdir(parents=True)
+    (tmp_path / LOAD_COUNTER).write_bytes(b"")
+    assert loads_counted_by(tmp_path, True) == "Nsight Compute"  # no kit_device_count beside it
+    (tmp_path / LOAD_COUNTER).parent.joinpath(DEVICE_COUNT).write_bytes(b"")
+    assert loads_counted_by(tmp_path, True) == "the kit's load counter"
+    assert loads_counted_by(tmp_path, False) == "Nsight Compute"  # --ncu-loads
+    # A pass records it, and the bench prints it: the fake kit's harness has no counter.
+    out = tmp_path / "out"
+    assert (
+        run_bench(fake_kit.kit, fake_kit.options(), copies=1, serial=False, repeat=0, only=None, out=out) == 0
+    )
+    assert "global loads of labs 03-05 counted by Nsight Compute" in capsys.readouterr().out
+    report = json.loads((out / "bench.json").read_text())
+    assert {p["loads_counted_by"] for p in report["passes"]} == {"Nsight Compute"}
