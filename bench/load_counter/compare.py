@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # The metric the locality tests read (kit::profiler::kGlobalLoads), and the L1's requests for
 # global loads beside it.
-_PROFILER = (ROOT / "common" / "include" / "kit" / "profiler.hpp").read_text(encoding="utf-8")
+_PROFILER = (ROOT / "common" / "include" / "kit" / "profile.hpp").read_text(encoding="utf-8")
 METRIC = _PROFILER.split('kGlobalLoads = "', 1)[1].split('"', 1)[0]
 REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
 PROBES = {"03": "lab03_probe", "04": "lab04_probe", "05": "lab05_probe"}

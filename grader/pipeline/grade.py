@@ -332,7 +332,7 @@ class Engine:
         if lab_harness.probe and lab_harness.probe in build.executables:
             env["KIT_PROBE_PATH"] = str(build.executables[lab_harness.probe])
             # Built (and not turned off with --ncu-loads), the judge counts global loads with the load
-            # counter over the lesson's kernel launched by the kit alone (kit/profiler.hpp,
+            # counter over the lesson's kernel launched by the kit alone (kit/load_counter.hpp,
             # count_kernel_alone); otherwise, set empty, every count is Nsight Compute's over the probe
             # (docs/design/tests.md, "The load counter").
             counter = load_counter(harness) if self.options.load_counter else None

@@ -63,7 +63,7 @@ def load_counter(harness: Harness) -> Path | None:
 def loads_counted_by(build_dir: Path, asked: bool) -> str:
     """Who counts the locality tests' global loads in a harness built in `build_dir`: the kit's
     load counter where it was built with kit_device_count beside it and not turned off (`asked`
-    False: --ncu-loads), else Nsight Compute (kit/profiler.hpp, device_count_path)."""
+    False: --ncu-loads), else Nsight Compute (kit/load_counter.hpp, device_count_path)."""
     counter = build_dir / LOAD_COUNTER
     if asked and counter.is_file() and (counter.parent / DEVICE_COUNT).is_file():
         return "the kit's load counter"

@@ -639,7 +639,7 @@ def worker_env(
     variables = {"KIT_WORKER": str(worker)}
     if config.sandbox is not None:
         gpu = env.get("CUDA_VISIBLE_DEVICES")
-        # The probe the judge runs, and the load counter it preloads into it (kit/profiler.hpp).
+        # The probe the judge runs, and the load counter it preloads into it (kit/load_counter.hpp).
         probes = [
             Path(value).parent
             for key, value in env.items()

@@ -86,7 +86,7 @@ class Pass:
     scores: dict[str, SubmissionScore] = field(repr=False)
     usage: Usage | None = field(default=None, repr=False)  # how busy the CPUs and GPUs were
     # Who counted the locality tests' global loads: the kit's load counter where the harness has it
-    # and --ncu-loads was not given, else Nsight Compute (kit/profiler.hpp).
+    # and --ncu-loads was not given, else Nsight Compute (kit/load_counter.hpp).
     loads_counted_by: str = "Nsight Compute"
 
     @property
