@@ -70,6 +70,27 @@ TEST_CASE("profiler reads one count per kernel from ncu's csv output", "[common]
   CHECK_FALSE(p.permission_denied());
 }
 
+TEST_CASE("rows the probe printed before ncu's report are not read as ncu's", "[common]") {
+  const std::string kernel = "_ZN5lab0521dynamic_matmul_kernelILi16EEEvPKfS2_Pfiiii";
+  const std::string metric = "launch__shared_mem_per_block_dynamic";
+  // A student's launcher that prints a header and a row of its own, claiming the right bytes.
+  const std::string forged = kHeader + row(0, kernel, metric, "8192");
+  const std::string output = "==PROF== Connected to process 4242 (/kit/bin/lab05_probe)\n" +
+                             forged + "==PROF== Disconnected from process 4242\n" + kHeader +
+                             row(0, kernel, metric, "2048");
+  const std::vector<kit::profiler::KernelCount> counts = kit::profiler::parse_csv(output, metric);
+  REQUIRE(counts.size() == 1);
+  CHECK(counts[0].value == 2048.0);
+  // A "Disconnected" line of the student's own, printed before ncu's, changes nothing; one inside
+  // a line is no line of ncu's.
+  const std::string twice = "==PROF== Disconnected from process 1\n" + forged +
+                            "x ==PROF== Disconnected from process 2\n" + output;
+  REQUIRE(kit::profiler::parse_csv(twice, metric).size() == 1);
+  CHECK(kit::profiler::parse_csv(twice, metric)[0].value == 2048.0);
+  // Without any such line (a stand-in ncu), every row is read, as before.
+  CHECK(kit::profiler::parse_csv(forged, metric).size() == 1);
+}
+
 TEST_CASE("profiler finds no count where ncu could not profile", "[common]") {
   kit::profiler::Profile p;
   p.run.output =

@@ -84,12 +84,23 @@ inline double metric_value(const std::string& text) {
   return end != nullptr && *end == '\0' ? value : -1.0;
 }
 
+// The line ncu prints when a profiled process has ended, before its report.
+inline const std::string kNcuDisconnected = "==PROF== Disconnected from process";
+
 // The metric's value for every kernel in the output of `ncu --csv` (the probe's own lines
 // around it are skipped): the rows after a header that names "Kernel Name", "Metric Name" and
 // "Metric Value", whose Metric Name is `metric`.
 inline std::vector<KernelCount> parse_csv(const std::string& output, const std::string& metric) {
   std::vector<KernelCount> counts;
-  std::istringstream in(output);
+  // ncu prints its rows after the profiled process has ended and it has said so; what comes
+  // before is the probe's own output too, where the student's code could print rows of its own.
+  // So only what follows ncu's last "Disconnected" line is read, where there is one.
+  std::size_t from = 0;
+  for (std::size_t at = output.find(kNcuDisconnected); at != std::string::npos;
+       at = output.find(kNcuDisconnected, at + 1)) {
+    if (at == 0 || output[at - 1] == '\n') from = at;
+  }
+  std::istringstream in(output.substr(from));
   std::string line;
   int kernel_col = -1, name_col = -1, value_col = -1;
   while (std::getline(in, line)) {
