@@ -597,6 +597,7 @@ def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
     report = run_validate(kit, options, make_progress(), only)
     print()
     print(format_table(report.verdicts))
+    print(f"global loads of labs 03-05 counted by {report.loads_counted_by}")
     for verdict in report.failed:
         score = report.scores.get(verdict.student_id)
         print(f"\nFAIL {verdict.student} (lab {verdict.lab_id}): {verdict.note}")

@@ -16,6 +16,7 @@ from functools import partial
 from ..errors import GraderError
 from ..pipeline.collect import submission_from_files
 from ..pipeline.grade import Engine, GradeOptions
+from ..pipeline.harness import loads_counted_by
 from ..pipeline.report import format_points, lab_feedback_lines, shown_to_students, text_table
 from ..pipeline.run import Status
 from ..pipeline.score import LabScore, SubmissionScore, fix_first
@@ -207,6 +208,7 @@ class ValidateReport:
     scores: dict[str, SubmissionScore]
     correct_ids: frozenset[str] = frozenset({REFERENCE_ID})  # the reference and the variants
     skeleton_ids: frozenset[str] = frozenset()  # the bare skeletons, which lose every point
+    loads_counted_by: str = "Nsight Compute"  # the locality tests' counter (harness.loads_counted_by)
 
     @property
     def failed(self) -> list[Verdict]:
@@ -258,6 +260,7 @@ def run_validate(
     try:
         with Engine(kit, options, progress) as engine:
             scores = engine.grade_all(jobs, labs_for=lambda student_id: students[student_id].labs, done=done)
+            counted_by = loads_counted_by(engine.harness().build_dir, options.load_counter)
     finally:
         progress.close()
     verdicts: list[Verdict] = []
@@ -269,7 +272,7 @@ def run_validate(
         if student.skeleton is None and (student.mutant is None or student.mutant.is_variant)
     )
     skeletons = frozenset(student_id for student_id, student in students.items() if student.skeleton)
-    return ValidateReport(verdicts, scores, correct, skeletons)
+    return ValidateReport(verdicts, scores, correct, skeletons, counted_by)
 
 
 def untested_tests(report: ValidateReport, labs: list[Lab]) -> dict[str, list[str]]:
