@@ -66,7 +66,7 @@ def loads_counted_by(build_dir: Path, asked: bool) -> str:
     False: --ncu-loads), else Nsight Compute (kit/load_counter.hpp, device_count_path)."""
     counter = build_dir / LOAD_COUNTER
     if asked and counter.is_file() and (counter.parent / DEVICE_COUNT).is_file():
-        return "the kit's load counter"
+        return "the kit's load counter (Nsight Compute where it could not count)"
     return "Nsight Compute"
 
 
