@@ -796,7 +796,79 @@ std::string fake_counting_ncu(const std::string& folder, int loads) {
           "  id=$((id+1))\n"
           "done\n");
 }
+// A copy of the counter built for tests in `root`/counter/for_tests, with the API's library where
+// its rpath looks ($ORIGIN/..), so that a stand-in kit_device_count can be put beside it (a bash
+// script the counter is preloaded into); skips where no counter was built.
+std::string counter_copy(const std::string& root) {
+  const std::string built = built_counter_or_skip(true);
+  const std::string built_dir = built.substr(0, built.rfind('/'));
+  REQUIRE(std::system(("mkdir -p '" + root + "/counter/for_tests' && cp '" + built + "' '" + root +
+                       "/counter/for_tests/' && cp '" + built_dir +
+                       "/../libsanitizer-public.so' '" + root + "/counter/'")
+                          .c_str()) == 0);
+  return root + "/counter/for_tests/" + built.substr(built.rfind('/') + 1);
+}
+
 }  // namespace
+
+TEST_CASE(
+    "profile counts the kit's launch and the launcher's run with the counter and keeps them and "
+    "asks ncu only where the kit's set-up failed",
+    "[common]") {
+  char folder[] = "/tmp/kit-profile-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  const std::string root = folder;
+  const std::string counter = counter_copy(root);
+  const ScopedEnv given("KIT_LOAD_COUNTER_PATH", counter.c_str());
+  const ScopedEnv no_driver("KIT_LOAD_COUNT_END_WITHOUT_DRIVER", "1");  // bash, not CUDA
+  // Each stand-in notes its run in a file, so that the test sees which ran and how often.
+  const std::string runs = root + "/runs.txt";
+  write_script(root + "/counter/for_tests", "kit_device_count",
+               "#!/bin/bash\necho \"kit $2\" >> '" + runs +
+                   "'\ncase $2 in *unset*) echo 'cuInit failed' >&2; exit 6;; esac\n"
+                   "echo 'kit-probe-result: right'\n");
+  const std::string probe = write_script(
+      root, "probe",
+      "#!/bin/bash\necho \"probe $*\" >> '" + runs + "'\necho 'kit-probe-result: right'\n");
+  const std::string unset_probe = write_script(root, "probe-unset", "#!/bin/bash\nexit 0\n");
+  const std::string ncu = write_script(
+      root, "ncu",
+      "#!/bin/bash\necho \"ncu\" >> '" + runs + "'\necho '==PROF== Disconnected from process 1'\n");
+  const auto ran = [&] {
+    std::string text;
+    if (std::FILE* f = std::fopen(runs.c_str(), "r")) {
+      for (int c; (c = std::fgetc(f)) != EOF;) text += static_cast<char>(c);
+      std::fclose(f);
+    }
+    std::remove(runs.c_str());
+    return text;
+  };
+  const kit::profiler::KitLaunch launch{"lab03::tiled_matmul_kernel", 0, "/bin/true"};
+  const std::string loads = kit::profiler::kGlobalLoads;
+  const kit::profiler::Profile p =
+      kit::profiler::profile(ncu, loads, probe, "loads-16 loads-32", {}, launch);
+  CAPTURE(p.run.output, p.counter_problem);
+  CHECK(p.kit_launched);
+  CHECK(p.counter_problem.empty());
+  REQUIRE(p.launcher != nullptr);  // the launcher's own run, beside a clean count
+  CHECK(p.launcher->results_right() == 1);
+  CHECK(ran() == "kit " + probe + "\nprobe loads-16 loads-32\n");  // no ncu
+  // Asked again in the same process: the runs are kept, none is made again.
+  CHECK(kit::profiler::profile(ncu, loads, probe, "loads-16 loads-32", {}, launch).kit_launched);
+  CHECK(ran().empty());
+  // The kit's set-up failing: ncu counts the probe instead, and the Profile says why.
+  const kit::profiler::Profile fell =
+      kit::profiler::profile(ncu, loads, unset_probe, "loads-16", {}, launch);
+  CHECK_FALSE(fell.kit_launched);
+  CHECK_THAT(fell.counter_problem,
+             Catch::Matchers::ContainsSubstring("could not set its count up"));
+  CHECK(ran() == "kit " + unset_probe + "\nncu\n");
+  // Without a kit launch named, or for another metric, ncu counts, as it always did.
+  kit::profiler::profile(ncu, loads, probe, "loads-32");
+  kit::profiler::profile(ncu, "launch__shared_mem_per_block_dynamic", probe, "sizes", {}, launch);
+  CHECK(ran() == "ncu\nncu\n");
+  std::system(("rm -rf '" + root + "'").c_str());
+}
 
 // Run by the next case in a process of its own, with KIT_LOAD_COUNTER_PATH naming a counter
 // beside a stand-in kit_device_count and no ncu anywhere: what the locality test makes of it.
@@ -815,18 +887,11 @@ TEST_CASE(
   if (!kit::profiler::find_ncu("/nonexistent").empty()) {
     SKIP("ncu is installed here: this case needs a machine without it");
   }
-  const std::string built = built_counter_or_skip(true);
-  // The counter's copy for tests, with the API's library where its rpath looks ($ORIGIN/..), and
-  // a stand-in kit_device_count beside it: a bash script the counter is preloaded into.
   char folder[] = "/tmp/kit-no-ncu-XXXXXX";
   REQUIRE(mkdtemp(folder) != nullptr);
   const std::string root = folder;
-  const std::string built_dir = built.substr(0, built.rfind('/'));
-  REQUIRE(std::system(("mkdir -p '" + root + "/counter/for_tests' '" + root + "/tools' && cp '" +
-                       built + "' '" + root + "/counter/for_tests/' && cp '" + built_dir +
-                       "/../libsanitizer-public.so' '" + root + "/counter/'")
-                          .c_str()) == 0);
-  const std::string counter = root + "/counter/for_tests/" + built.substr(built.rfind('/') + 1);
+  const std::string counter = counter_copy(root);
+  REQUIRE(std::system(("mkdir -p '" + root + "/tools'").c_str()) == 0);
   write_script(root + "/tools", "cuobjdump", "#!/bin/sh\n");
   char self[4096];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
