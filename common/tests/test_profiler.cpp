@@ -87,8 +87,37 @@ TEST_CASE("rows the probe printed before ncu's report are not read as ncu's", "[
                             "x ==PROF== Disconnected from process 2\n" + output;
   REQUIRE(kit::profiler::parse_csv(twice, metric).size() == 1);
   CHECK(kit::profiler::parse_csv(twice, metric)[0].value == 2048.0);
-  // Without any such line (a stand-in ncu), every row is read, as before.
+  // The probe's last line left without its newline: ncu's line follows on it, and still counts.
+  const std::string unended = forged + "x==PROF== Disconnected from process 4242\n" + kHeader +
+                              row(0, kernel, metric, "2048");
+  REQUIRE(kit::profiler::parse_csv(unended, metric).size() == 1);
+  CHECK(kit::profiler::parse_csv(unended, metric)[0].value == 2048.0);
+  // ncu's own lines without that one (ncu cut short): no count at all, not the probe's rows.
+  CHECK(kit::profiler::parse_csv("==PROF== Connected to process 4242\n" + forged, metric).empty());
+  // Without any line of ncu's (a stand-in ncu), every row is read, as before.
   CHECK(kit::profiler::parse_csv(forged, metric).size() == 1);
+}
+
+TEST_CASE("a run of ncu whose output passed a MiB gives no count and no reason to skip",
+          "[common]") {
+  char folder[] = "/tmp/kit-flood-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  // A stand-in ncu whose probe floods the output before ncu's rows: they fall past the first MiB.
+  const std::string ncu = write_script(
+      folder, "ncu",
+      "#!/bin/bash\nhead -c 1200000 /dev/zero | tr '\\0' 'x'\n"
+      "echo; echo '==PROF== Disconnected from process 1'\n"
+      "echo '\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"'\n"
+      "echo '\"0\",\"k\",\"" +
+          kit::profiler::kGlobalLoads + "\",\"\",\"5\"'\n");
+  const kit::profiler::Profile p =
+      kit::profiler::profile_with_ncu(ncu, kit::profiler::kGlobalLoads, "probe", "loads-16");
+  CHECK(p.run.truncated);
+  CHECK(p.kernels.empty());
+  CHECK_THAT(p.run.output, Catch::Matchers::ContainsSubstring("more than 1 MiB"));
+  // Its selftest floods too: that is the probe's doing, so the machine is not blamed.
+  CHECK(kit::profiler::unusable_reason(ncu, kit::profiler::kGlobalLoads, "probe").empty());
+  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }
 
 TEST_CASE("profiler finds no count where ncu could not profile", "[common]") {

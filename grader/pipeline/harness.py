@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -65,7 +66,16 @@ def loads_counted_by(build_dir: Path, asked: bool) -> str:
     load counter where it was built with kit_device_count beside it and not turned off (`asked`
     False: --ncu-loads), else Nsight Compute (kit/load_counter.hpp, device_count_path)."""
     counter = build_dir / LOAD_COUNTER
-    if asked and counter.is_file() and (counter.parent / DEVICE_COUNT).is_file():
+    device_count = counter.parent / DEVICE_COUNT
+    # As the judges decide (kit::profiler::load_counter_path, device_count_path): a readable
+    # counter whose path LD_PRELOAD would not split, and the program beside it executable.
+    usable = (
+        counter.is_file()
+        and os.access(counter, os.R_OK)
+        and not any(c in str(counter) for c in " :")
+        and os.access(device_count, os.X_OK)
+    )
+    if asked and usable:
         return "the kit's load counter (Nsight Compute where it could not count)"
     return "Nsight Compute"
 

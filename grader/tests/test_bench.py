@@ -314,10 +314,18 @@ def test_the_bench_says_who_counted_the_global_loads(tmp_path, fake_kit, capsys)
     (tmp_path / LOAD_COUNTER).parent.mkdir(parents=True)
     (tmp_path / LOAD_COUNTER).write_bytes(b"")
     assert loads_counted_by(tmp_path, True) == "Nsight Compute"  # no kit_device_count beside it
-    (tmp_path / LOAD_COUNTER).parent.joinpath(DEVICE_COUNT).write_bytes(b"")
-    assert (
-        loads_counted_by(tmp_path, True) == "the kit's load counter (Nsight Compute where it could not count)"
-    )
+    device_count = (tmp_path / LOAD_COUNTER).parent.joinpath(DEVICE_COUNT)
+    device_count.write_bytes(b"")
+    assert loads_counted_by(tmp_path, True) == "Nsight Compute"  # not executable: the judges say ncu
+    device_count.chmod(0o755)
+    counter = "the kit's load counter (Nsight Compute where it could not count)"
+    assert loads_counted_by(tmp_path, True) == counter
+    spaced = tmp_path / "a b"
+    (spaced / LOAD_COUNTER).parent.mkdir(parents=True)
+    (spaced / LOAD_COUNTER).write_bytes(b"")
+    (spaced / LOAD_COUNTER).parent.joinpath(DEVICE_COUNT).write_bytes(b"")
+    (spaced / LOAD_COUNTER).parent.joinpath(DEVICE_COUNT).chmod(0o755)
+    assert loads_counted_by(spaced, True) == "Nsight Compute"  # LD_PRELOAD would split the path
     assert loads_counted_by(tmp_path, False) == "Nsight Compute"  # --ncu-loads
     # A pass records it, and the bench prints it: the fake kit's harness has no counter.
     out = tmp_path / "out"

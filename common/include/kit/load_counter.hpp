@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "kit/gpu_gate.hpp"
 #include "kit/probe.hpp"
+#include "kit/process_log.hpp"
 #include "kit/profile.hpp"
 #include "kit/sanitizer.hpp"
 

@@ -26,10 +26,11 @@ struct KernelCount {
 };
 
 struct Profile {
-  sanitizer::Run run;                // ncu's run of the probe: command, exit status, output
-  std::vector<KernelCount> kernels;  // one per kernel launch ncu profiled, in launch order
-  // Who counted: "Nsight Compute", or "the kit's load counter"; and, when the load counter ran
-  // but its count was not used, why (the count is then Nsight Compute's).
+  sanitizer::Run run;                // the counted run: command, exit status, output
+  std::vector<KernelCount> kernels;  // one per kernel launch counted, in launch order
+  // Who counted: "Nsight Compute", or the kit's load counter (over the probe, or over the kit's
+  // own launch); and, when the load counter ran but its count was not used, why (the count is
+  // then Nsight Compute's).
   std::string counted_by = "Nsight Compute";
   std::string counter_problem;
   // The count is the kit's launch of the lesson's kernel (count_kernel_alone), not the probe's;

@@ -28,6 +28,9 @@ struct Run {
   int exit_code = -1;  // the process's exit status; 128 + signal when it was killed
   std::string command;
   std::string output;  // stdout and stderr together
+  // The output passed its first MiB, which alone is kept: a count read from the output of such a
+  // run could be the probe's own lines, the tool's pushed out of reach (kit/profiler.hpp).
+  bool truncated = false;
 };
 
 inline bool is_executable(const std::string& path) {
@@ -100,7 +103,11 @@ inline Run run_command(const std::string& command, Reads reads = Reads::student_
   char buffer[4096];
   std::size_t n = 0;
   while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
-    if (r.output.size() < (1u << 20)) r.output.append(buffer, n);
+    if (r.output.size() < (1u << 20)) {
+      r.output.append(buffer, n);
+    } else {
+      r.truncated = true;
+    }
   }
   const int status = pclose(pipe);
   if (status != -1 && WIFEXITED(status))
