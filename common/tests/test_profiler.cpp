@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "fake_gate.hpp"
 #include "kit/gpu_gate.hpp"
@@ -26,6 +28,32 @@ std::string write_script(const std::string& folder, const std::string& name,
   std::fclose(f);
   REQUIRE(std::system(("chmod +x '" + path + "'").c_str()) == 0);
   return path;
+}
+
+// A file's whole text; "" where it cannot be read.
+std::string read_text(const std::string& path) {
+  std::string text;
+  if (std::FILE* f = std::fopen(path.c_str(), "r")) {
+    for (int c; (c = std::fgetc(f)) != EOF;) text += static_cast<char>(c);
+    std::fclose(f);
+  }
+  return text;
+}
+
+// This test program run again on the hidden case `tag`, with the shell assignments `env` before
+// it and `options` after, its output kept in `folder`: its exit status and what it printed. A
+// FAIL of the hidden case is what the callers look for, which only a process of its own can give.
+std::pair<int, std::string> run_hidden_case(const std::string& env, const std::string& tag,
+                                            const std::string& folder,
+                                            const std::string& options = "") {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  REQUIRE(n > 0);
+  const std::string out = folder + "/out.txt";
+  const std::string command = env + " '" + std::string(self, static_cast<std::size_t>(n)) + "' '" +
+                              tag + "' " + options + " > '" + out + "' 2>&1";
+  const int status = std::system(command.c_str());
+  return {status, read_text(out)};
 }
 
 // What `ncu --metrics ... --csv` printed around a run of lab 03's probe, abridged: its own
@@ -864,11 +892,7 @@ TEST_CASE(
       root, "ncu",
       "#!/bin/bash\necho \"ncu\" >> '" + runs + "'\necho '==PROF== Disconnected from process 1'\n");
   const auto ran = [&] {
-    std::string text;
-    if (std::FILE* f = std::fopen(runs.c_str(), "r")) {
-      for (int c; (c = std::fgetc(f)) != EOF;) text += static_cast<char>(c);
-      std::fclose(f);
-    }
+    const std::string text = read_text(runs);
     std::remove(runs.c_str());
     return text;
   };
@@ -922,23 +946,14 @@ TEST_CASE(
   const std::string counter = counter_copy(root);
   REQUIRE(std::system(("mkdir -p '" + root + "/tools'").c_str()) == 0);
   write_script(root + "/tools", "cuobjdump", "#!/bin/sh\n");
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  REQUIRE(n > 0);
   const auto judged = [&](const std::string& program) {
     write_script(root + "/counter/for_tests", "kit_device_count", program);
-    const std::string out = root + "/out.txt";
-    const std::string command =
-        "PATH=/usr/bin:/bin KIT_LOAD_COUNT_END_WITHOUT_DRIVER=1 KIT_LOAD_COUNTER_PATH='" + counter +
-        "' KIT_TEST_TOOLS='" + root + "/tools' '" + std::string(self, static_cast<std::size_t>(n)) +
-        "' '[.locality_without_ncu]' --reporter compact > '" + out + "' 2>&1";
-    std::system(command.c_str());
-    std::string text;
-    if (std::FILE* f = std::fopen(out.c_str(), "r")) {
-      for (int c; (c = std::fgetc(f)) != EOF;) text += static_cast<char>(c);
-      std::fclose(f);
-    }
-    return text;
+    return run_hidden_case(
+               "PATH=/usr/bin:/bin KIT_LOAD_COUNT_END_WITHOUT_DRIVER=1 "
+               "KIT_LOAD_COUNTER_PATH='" +
+                   counter + "' KIT_TEST_TOOLS='" + root + "/tools'",
+               "[.locality_without_ncu]", root, "--reporter compact")
+        .second;
   };
   // The kit's program ran (no SKIP for want of ncu) and its run was judged: both trials right,
   // but a stand-in launches no kernel for the counter to count.
@@ -990,23 +1005,11 @@ TEST_CASE("launcher check: the lab's launcher must launch the kernel as the kit 
 }
 
 TEST_CASE("a launcher that does not launch the kernel as the kit did fails the count", "[common]") {
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  REQUIRE(n > 0);
   char folder[] = "/tmp/kit-launcher-check-XXXXXX";
   REQUIRE(mkdtemp(folder) != nullptr);
   const auto judged = [&](const std::string& scenario) {
-    const std::string out = std::string(folder) + "/out.txt";
-    const std::string command = "KIT_TEST_LAUNCHER=" + scenario + " '" +
-                                std::string(self, static_cast<std::size_t>(n)) +
-                                "' '[.launcher_check]' --reporter compact > '" + out + "' 2>&1";
-    const int status = std::system(command.c_str());
-    std::string text;
-    if (std::FILE* f = std::fopen(out.c_str(), "r")) {
-      for (int c; (c = std::fgetc(f)) != EOF;) text += static_cast<char>(c);
-      std::fclose(f);
-    }
-    return std::make_pair(status, text);
+    return run_hidden_case("KIT_TEST_LAUNCHER=" + scenario, "[.launcher_check]", folder,
+                           "--reporter compact");
   };
   const auto [same_status, same_text] = judged("same");
   CAPTURE(same_text);
@@ -1044,22 +1047,10 @@ TEST_CASE("a kernel that issues fewer global loads than reading M and N takes fa
           "[common]") {
   char folder[] = "/tmp/kit-fake-ncu-XXXXXX";
   REQUIRE(mkdtemp(folder) != nullptr);
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  REQUIRE(n > 0);
   const auto judged = [&](int loads) {
     fake_counting_ncu(folder, loads);
-    const std::string out = std::string(folder) + "/out.txt";
-    const std::string command = "PATH='" + std::string(folder) + "':\"$PATH\" '" +
-                                std::string(self, static_cast<std::size_t>(n)) +
-                                "' '[.locality_floor]' > '" + out + "' 2>&1";
-    const int status = std::system(command.c_str());
-    std::string text;
-    if (std::FILE* f = std::fopen(out.c_str(), "r")) {
-      for (int c; (c = std::fgetc(f)) != EOF;) text += static_cast<char>(c);
-      std::fclose(f);
-    }
-    return std::make_pair(status, text);
+    return run_hidden_case("PATH='" + std::string(folder) + "':\"$PATH\"", "[.locality_floor]",
+                           folder);
   };
   // An empty kernel beside P computed on the host: 0 loads. Below the floor, however few.
   const auto [empty_status, empty_text] = judged(0);

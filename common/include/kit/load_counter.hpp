@@ -24,7 +24,15 @@
 
 namespace kit::profiler {
 
-inline std::string built_load_counter_path();
+// The load counter the kit's build made, "" where it made none (no Compute Sanitizer API): what
+// the tests of the counter itself run.
+inline std::string built_load_counter_path() {
+#ifdef KIT_LOAD_COUNTER_PATH
+  return KIT_LOAD_COUNTER_PATH;
+#else
+  return "";
+#endif
+}
 
 // The load counter's library (common/load_counter/) that counts global loads, or "" for Nsight
 // Compute: $KIT_LOAD_COUNTER_PATH where it names a readable file (the grader always sets it: the
@@ -35,16 +43,6 @@ inline std::string load_counter_path() {
   const std::string path = given != nullptr ? given : built_load_counter_path();
   if (path.empty() || path.find_first_of(" :") != std::string::npos) return "";
   return access(path.c_str(), R_OK) == 0 ? path : "";
-}
-
-// The load counter the kit's build made, "" where it made none (no Compute Sanitizer API): what
-// the tests of the counter itself run.
-inline std::string built_load_counter_path() {
-#ifdef KIT_LOAD_COUNTER_PATH
-  return KIT_LOAD_COUNTER_PATH;
-#else
-  return "";
-#endif
 }
 
 // The lesson's kernel as the kit launches it to count its loads alone (kit_device_count, beside

@@ -433,7 +433,8 @@ TEST_CASE("dynamic kernel lets every thread reach each barrier under synccheck",
 // loads) read one run of the probe: the launches first, then the counted trials. Whichever test
 // runs first in a judge process makes it, and the other reads it (kit::profiler::profile_shared):
 // one start of ncu and one turn as the GPU's profiling process instead of two. A run that does
-// not finish cleanly is not shared: each test then runs its own modes alone.
+// not finish cleanly is not shared: each test then runs its own modes alone. Where the kit's load
+// counter counts the loads (kit/load_counter.hpp), ncu runs for the launches alone.
 const std::string kLaunchBytesMetric = "launch__shared_mem_per_block_dynamic";
 const std::vector<kit::LoadCountTrial> kLoadTrials = {{16, "loads-16"}, {32, "loads-32"}};
 
