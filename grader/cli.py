@@ -442,8 +442,8 @@ def _add_grouping(parser: argparse.ArgumentParser) -> None:
         default=TESTS_PER_JUDGE,
         metavar="N",
         help="tests of a lab with a worker, but for those tagged [alone], run this many to a judge "
-        "process, a test keeping the workers of one that passed cleanly; 1 runs each alone, 0 all of "
-        f"a lab's in one (default: {TESTS_PER_JUDGE})",
+        "process, a test keeping the workers of the one before unless it ended or changed them; "
+        f"1 runs each alone, 0 all of a lab's in one (default: {TESTS_PER_JUDGE})",
     )
     parser.add_argument(
         "--in-flight",

@@ -1,14 +1,19 @@
 // A test case of a lab's tests meets workers in a known state. The grader may run several test
 // cases in one judge process (grader/pipeline/run.py, tests_per_process), and a case's verdict must
-// not depend on an earlier case's trouble: after a case that did not pass (a failure, a skip, a
-// worker that crashed or hung), or one that left the student's worker holding more device memory
-// than it held after its first passing case (a leak, local memory still reserved), the next case
-// starts new workers. After a clean pass they serve the next case too, which spares it the
-// worker's start (a process, its sandbox and a CUDA context: most of what a short GPU test
-// costs). What a worker keeps between cases gains it nothing: every call gets fresh inputs from
-// the judge and every output is checked on the judge's side, and nothing in a worker's memory was
-// ever trusted. Linked into every split lab's test executable (cmake/KitLab.cmake), since nothing
-// else refers to it.
+// not depend on an earlier case's trouble: after a case whose student's worker crashed, hung,
+// faulted or held too much (each of which ends that worker at once, kit/remote.hpp), after one
+// that left a worker mid-call, one whose student's code set what outlives a call (a kernel's
+// attributes: common/src/worker_state.cpp), or one that left the student's worker holding more
+// device memory than it held after its first case (a leak, local memory still reserved), the next
+// case starts new workers. Otherwise they serve the next case too, whether the case passed or
+// failed, which spares it the worker's start (a process, its sandbox and a CUDA context: most of
+// what a short GPU test costs). A case that failed on its results alone left its worker as a
+// passing case leaves it: what a worker keeps between cases gains it nothing, since every call gets
+// fresh inputs from the judge (outputs poisoned, inputs with a zeroed tail) and every output is
+// checked on the judge's side, and nothing in a worker's memory was ever trusted. Before, every
+// case that did not pass met new workers: the sample class's mutants started 3.9 student's workers
+// a student-lab, the reference 1.7 (bench/RESULTS.md, "Workers kept after a failing case"). Linked
+// into every split lab's test executable (cmake/KitLab.cmake), since nothing else refers to it.
 #include <catch2/reporters/catch_reporter_event_listener.hpp>
 #include <catch2/reporters/catch_reporter_registrars.hpp>
 #include <cstdint>
@@ -19,7 +24,7 @@
 
 namespace {
 
-// Device memory a student's worker may gain over a run of passing cases before the next case
+// Device memory a student's worker may gain over a run of cases before the next case
 // gets a new one: below the driver's granularity for a context's growth, far below a leak's.
 constexpr long long kGrowthAllowed = 32LL << 20;
 
@@ -49,21 +54,23 @@ class FreshWorkers : public Catch::EventListenerBase {
   }
 
   void testCaseEnded(const Catch::TestCaseStats& stats) override {
-    keep_ = !stats.aborting && stats.totals.testCases.allPassed() &&
-            stats.totals.assertions.allPassed() && at_baseline();
+    keep_ = !stats.aborting && kit::remote::workers_in_step() && at_baseline();
   }
 
  private:
-  // True when the student's worker holds no more device memory than after the first passing case
-  // it served, or none at all, never having opened the GPU; false when the driver's count is not
-  // readable (no GPU, no worker, no NVML).
+  // True when the student's worker holds no more device memory than after the first case it
+  // served, or none at all, never having opened the GPU; false when the driver's count is not
+  // readable (no GPU, no worker, no NVML: a worker the case ended is gone).
   bool at_baseline() {
     const long pid = kit::remote::worker_pid(kit::remote::Role::student);
     try {
       // The copies of staged arrays workers keep between calls are the kit's, not a leak (nor a
-      // yardstick's: lab 02's leak test reads the reference's worker too).
-      kit::remote::drop_kept_copies(kit::remote::Role::student);
-      kit::remote::drop_kept_copies(kit::remote::Role::reference);
+      // yardstick's: lab 02's leak test reads the reference's worker too); each worker takes back
+      // its last error too. A student's worker whose code set what outlives a call (a kernel's
+      // attributes) serves no further case; the reference's settings are the kit's own.
+      const bool settings_kept = kit::remote::end_case(kit::remote::Role::student);
+      (void)kit::remote::end_case(kit::remote::Role::reference);
+      if (!settings_kept) return false;
     } catch (const std::exception&) {
       return false;  // a worker that cannot answer serves no further case
     }

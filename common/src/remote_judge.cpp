@@ -93,6 +93,7 @@ class Worker {
                              const std::vector<Callback>& callbacks) {
     end_reason_.clear();
     if (pid_ <= 0) start();
+    in_step_ = false;  // until the call's reply has been read whole
     Encoder request;
     // A timed call carries the mark before its name (TimedCalls); messages keep the bare name.
     request.text(calls_are_timed() ? kTimedMark + name : name);
@@ -123,10 +124,15 @@ class Worker {
     }
     if (!why.empty())
       throw WorkerError(ended("during " + name) + (why == "closed" ? "" : ": " + why));
+    in_step_ = true;
     return unpack(name, reply);
   }
 
   long pid() const { return pid_; }
+  // Whether the worker waits for a call, its last call's reply read whole: false while a call is
+  // under way, or when one was left mid-way by an exception that did not end the worker (an
+  // assertion of a test's thrown in a callback), when its next frame would not be a reply.
+  bool in_step() const { return pid_ <= 0 || in_step_; }
   // How the last call ended this worker, in a few words ("crashed (killed by signal 11:
   // Segmentation fault) during ..."); "" when it did not, or when the worker failed to start,
   // which is the kit's trouble and not the student's.
@@ -191,6 +197,7 @@ class Worker {
       ::waitpid(pid_, &status, 0);
     }
     pid_ = 0;
+    in_step_ = true;
   }
 
  private:
@@ -341,6 +348,7 @@ class Worker {
   pid_t pid_ = 0;
   std::chrono::steady_clock::time_point last_watch_{};
   std::string end_reason_;
+  bool in_step_ = true;
 };
 
 struct Workers {
@@ -460,6 +468,12 @@ void end_case_part(bool part_failed) {
   if (!part_failed && w.trouble_in_this_part) w.case_trouble.clear();
 }
 
+bool workers_in_step() {
+  Workers& w = workers();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  return w.student.in_step() && w.reference.in_step();
+}
+
 long worker_pid(Role role) {
   Workers& w = workers();
   std::lock_guard<std::mutex> lock(w.mutex);
@@ -469,6 +483,8 @@ long worker_pid(Role role) {
 void drop_kept_copies(Role role) {
   if (worker_pid(role) > 0) call<DropKeptCopies>(role);
 }
+
+bool end_case(Role role) { return worker_pid(role) <= 0 || call<EndCase, bool>(role); }
 
 void stop_worker(Role role) {
   Workers& w = workers();

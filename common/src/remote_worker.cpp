@@ -54,7 +54,7 @@ constexpr std::size_t kMappingsKept = 32;
 // the change it came with, "Starts outside the window"). A staged array takes a kept copy of its
 // exact size, or allocates; whatever a call with staged arrays did not take is freed when it
 // ends, so that between calls the worker holds at most one call's copies; and the judge drops
-// them all after each passing test case (kit::remote::drop_kept_copies), so that its counts of
+// them all after each test case (kit::remote::end_case), so that its counts of
 // the worker's device memory see none of them. Every copy is written with the judge's bytes
 // before the call, so nothing of an earlier call shows in it.
 //
@@ -113,6 +113,14 @@ void drop_kept_copies() {
 
 // Served by every worker, for the judge's kit::remote::drop_kept_copies.
 const bool drop_served = serve<DropKeptCopies>(&drop_kept_copies);
+
+// For the judge's kit::remote::end_case (common/src/worker_state.cpp says why).
+bool end_case() {
+  drop_kept_copies();
+  if (cuda_started()) (void)cudaGetLastError();
+  return settings_kept_since_start();
+}
+const bool end_case_served = serve<EndCase>(&end_case);
 
 bool has_device() {
   static const bool found = [] {

@@ -192,6 +192,23 @@ struct Forge {  // writes a reply of its own, with an array the call never had, 
   static void args(Wire&) {}
 };
 
+// Sets a kernel's cudaFuncAttributeMaxDynamicSharedMemorySize to `bytes` and returns what the
+// runtime answered, without checking it: a value past the device's limit fails and leaves the
+// runtime's last error set, as a student's checked call that the device refused does.
+struct SetAttribute {
+  static constexpr const char* name = "test::set_attribute";
+  template <class Wire>
+  static void args(Wire& w, int& bytes) {
+    w.value(bytes);
+  }
+};
+
+struct LastError {  // cudaGetLastError() in the worker, as a number
+  static constexpr const char* name = "test::last_error";
+  template <class Wire>
+  static void args(Wire&) {}
+};
+
 struct Pid {  // the worker's process id, as it sees it
   static constexpr const char* name = "test::pid";
   template <class Wire>

@@ -77,6 +77,15 @@ void negate(float* d, int n) {
   if (cudaGetLastError() != cudaSuccess) throw std::runtime_error("test::negate: launch failed");
 }
 
+__global__ void attribute_kernel() {}
+
+int set_attribute(int bytes) {
+  return static_cast<int>(
+      cudaFuncSetAttribute(attribute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+int last_error() { return static_cast<int>(cudaGetLastError()); }
+
 void hog(int mib, int seconds) {
   void* kept = nullptr;
   if (cudaMallocAsync(&kept, static_cast<std::size_t>(mib) << 20, nullptr) != cudaSuccess ||
@@ -167,6 +176,8 @@ long pid() { return static_cast<long>(getpid()); }
     kit::remote::serve<remote_test::Hang>(&hang),
     kit::remote::serve<remote_test::Forge>(&forge),
     kit::remote::serve<remote_test::Pid>(&pid),
+    kit::remote::serve<remote_test::SetAttribute>(&set_attribute),
+    kit::remote::serve<remote_test::LastError>(&last_error),
 };
 
 }  // namespace

@@ -759,10 +759,12 @@ TEST_CASE(
   CHECK(run_in_one_process("[case_parts]") == 0);
 }
 
-// Four cases run together by the next one, in this order: after a clean pass a case keeps the
-// workers; after memory growth or a case that did not pass it meets new ones.
+// Eight cases run together by the next one, in this order: a case keeps the workers of the case
+// before it, passed, failed on a result or skipped, and finds no error the case before left; after
+// device memory gained, a call left mid-way or a setting that outlives a call it meets new ones.
 namespace {
 long kept_worker = 0;
+long leaking_worker = 0;
 }  // namespace
 
 TEST_CASE("kept workers first case: a passing case with device work", "[.kept_workers]") {
@@ -777,22 +779,68 @@ TEST_CASE("kept workers second case: the same worker then a leak", "[.kept_worke
   REQUIRE(kept_worker > 0);
   CHECK(kit::remote::worker_pid(role) == kept_worker);
   CHECK_NOTHROW(call<remote_test::Hog>(role, 256, 0));  // kept: 256 MiB more than after the first
+  leaking_worker = kit::remote::worker_pid(role);
 }
 
-TEST_CASE("kept workers third case: a new worker after the leak then a skip", "[.kept_workers]") {
+TEST_CASE("kept workers third case: a worker after the leak then a wrong result",
+          "[.kept_workers][!shouldfail]") {
+  // Its one failure is the result's (a failure is what this case must end with): the fourth case
+  // checks that the worker here was a new one.
+  kept_worker = 0;
+  (void)call<remote_test::Hog>(role, 1, 0);
+  kept_worker = kit::remote::worker_pid(role);
+  CHECK(call<remote_test::Add, int>(role, 2, 2) == 5);
+}
+
+TEST_CASE(
+    "kept workers fourth case: the same worker after the wrong result then a call left "
+    "mid-way",
+    "[.kept_workers]") {
+  REQUIRE(kept_worker > 0);
+  CHECK(kept_worker != leaking_worker);  // the third case's worker was new, after the leak
+  CHECK(kit::remote::worker_pid(role) == kept_worker);
+  // A callback that throws what is no std::exception (as a test's assertion does) leaves the
+  // worker waiting for the callback's answer: its next frame would not be a reply.
+  const std::function<int(int, int)> throws = [](int, int) -> int { throw 42; };
+  CHECK_THROWS(call<remote_test::Ask, int>(role, throws, 5));
+  CHECK_FALSE(kit::remote::workers_in_step());
+}
+
+TEST_CASE("kept workers fifth case: a new worker after the call left mid-way then a skip",
+          "[.kept_workers]") {
   CHECK(kit::remote::worker_pid(role) == 0);
+  CHECK(::kill(static_cast<pid_t>(kept_worker), 0) != 0);  // it has ended
+  CHECK(kit::remote::workers_in_step());
   CHECK_NOTHROW(call<remote_test::Hog>(role, 1, 0));
   kept_worker = kit::remote::worker_pid(role);
   SKIP("a case that did not pass");
 }
 
-TEST_CASE("kept workers fourth case: a new worker after the skip", "[.kept_workers]") {
-  CHECK(kit::remote::worker_pid(role) == 0);
-  CHECK(::kill(static_cast<pid_t>(kept_worker), 0) != 0);  // it has ended
+TEST_CASE("kept workers sixth case: the same worker after the skip then a refused setting",
+          "[.kept_workers]") {
+  CHECK(kept_worker > 0);
+  CHECK(kit::remote::worker_pid(role) == kept_worker);
+  // Refused (far past any device's shared memory): nothing set, the last error left behind.
+  CHECK(call<remote_test::SetAttribute, int>(role, 1 << 30) != 0);
 }
 
-TEST_CASE("a test case keeps its workers only after a clean pass with no device memory gained",
-          "[common][remote][gpu]") {
+TEST_CASE("kept workers seventh case: the same worker without the last error then a setting",
+          "[.kept_workers]") {
+  CHECK(kit::remote::worker_pid(role) == kept_worker);
+  CHECK(call<remote_test::LastError, int>(role) == 0);  // taken back at the case's end
+  CHECK(call<remote_test::SetAttribute, int>(role, 1024) == 0);
+}
+
+TEST_CASE("kept workers eighth case: a new worker after the setting", "[.kept_workers]") {
+  CHECK(kit::remote::worker_pid(role) == 0);
+  CHECK(::kill(static_cast<pid_t>(kept_worker), 0) != 0);
+  CHECK(call<remote_test::Add, int>(role, 1, 1) == 2);
+}
+
+TEST_CASE(
+    "a test case keeps its workers unless the case before it gained device memory left a call "
+    "mid-way or changed a setting",
+    "[common][remote][gpu]") {
   KIT_REQUIRE_GPU();
   CHECK(run_in_one_process("[kept_workers]") == 0);
 }

@@ -3,7 +3,8 @@ its own, every result read from Catch2's XML reporter.
 
 A CUDA fault is sticky for the rest of its process (docs/architecture.md), but a split lab's faults
 happen in the worker, so its tests not tagged [alone] share a judge process (run_test_group), a case
-keeping its workers only after a clean pass; whatever that process does not settle runs alone.
+keeping the workers of the case before it unless that case ended them or changed them; whatever
+that process does not settle runs alone.
 The result comes only from the XML report Catch2 writes for the exact test requested, through
 a pipe the grader opened for that process alone (no file the student's code could find, open
 or leave behind: the object inspection refuses the calls that could reach the pipe); an exit
@@ -402,8 +403,9 @@ def run_test_group(
     """Several test cases of a split lab in one judge process, in the listing's order: what a GPU
     test costs is mostly making processes and CUDA contexts, which the driver makes one at a
     time, and a split lab's test makes up to two (the judge's and its worker's); they are made
-    once here. A case meets new workers unless the case before it passed cleanly and left no
-    device memory behind (common/src/fresh_workers.cpp), so no case's trouble reaches the next.
+    once here. A case meets new workers where the case before it ended the student's worker (a
+    crash, a hang, a sticky error), left a call mid-way, gained device memory or set what
+    outlives a call (common/src/fresh_workers.cpp), so no case's trouble reaches the next.
     Each case has one test's time limit, counted from its start (the judge says 'C' on its gate
     before each: GpuGate.uncounted).
 

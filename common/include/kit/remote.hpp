@@ -319,6 +319,15 @@ struct DropKeptCopies {
   static void args(Wire&) {}
 };
 
+// The kit's own call at a test case's end, which every worker serves: it drops the kept copies as
+// DropKeptCopies does, takes back the runtime's last error, and answers whether the worker may
+// serve another case (settings_kept_since_start, below).
+struct EndCase {
+  static constexpr const char* name = "kit::end_case";
+  template <class Wire>
+  static void args(Wire&) {}
+};
+
 template <class Call, class R = void, class... A>
 R call(Role role, A... arguments) {
   Encoder e;
@@ -381,6 +390,15 @@ void* driver_function(const char* name);
 // The worker's process id as this process sees it (0 when none is running), for reading its
 // use of the device from outside it (kit::remote::worker_device_memory).
 long worker_pid(Role role);
+
+// At a test case's end (FreshWorkers): the worker of `role` drops its kept copies and its last
+// error; true when it may serve the next case as a new worker would (none running: true).
+// Throws as call() does.
+bool end_case(Role role);
+
+// Whether every running worker waits for its next call, none left mid-call by an exception that
+// did not end it (FreshWorkers keeps only such workers for the next test case).
+bool workers_in_step();
 
 // Asks the worker of `role`, where one runs, to free the copies of staged arrays it keeps, so that
 // a count of its device memory holds only what the student's code keeps (FreshWorkers between
@@ -540,6 +558,19 @@ void fill_before_launches(bool on);
 // Every SM's shared memory set to `value`, now (what precedes each launch, with kStaleShared); a
 // failure is left unreported, the calls then running as they would without it.
 void fill_shared_memory(float value);
+
+// Whether the student's code in this worker has set none of the CUDA settings that outlive a call
+// (a kernel's attributes or cache preference, the device's limits or cache preference), which a
+// new worker starts without (common/src/worker_state.cpp): such a worker serves no further test
+// case. While a KitsOwnSettings lives on a thread, that thread's settings are the kit's own.
+bool settings_kept_since_start();
+class KitsOwnSettings {
+ public:
+  KitsOwnSettings();
+  ~KitsOwnSettings();
+  KitsOwnSettings(const KitsOwnSettings&) = delete;
+  KitsOwnSettings& operator=(const KitsOwnSettings&) = delete;
+};
 
 template <class Call, class R, class... P>
 bool serve(R (*function)(P...)) {
