@@ -288,6 +288,13 @@ def build_parser() -> argparse.ArgumentParser:
         "of waiting for it alone (what the drains cost the rate; compare the speed credits)",
     )
     bench.add_argument(
+        "--quiet-windows",
+        action="store_true",
+        help="an experiment: while a window is open on any GPU, start no test process on any GPU "
+        "(on a node of several, a window's timed calls waited on the driver while the other GPUs "
+        "started processes; compare the windows' seconds, the rate and the speed credits)",
+    )
+    bench.add_argument(
         "--turn-slots",
         type=int,
         metavar="K",
@@ -631,6 +638,7 @@ def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
     options = replace(
         grading.grade_options(kit, args),
         exclusive_windows=not args.shared_windows,
+        quiet_windows=args.quiet_windows,
         turn_slots=args.turn_slots,
         max_defer=args.max_defer if args.max_defer is not None else GradeOptions.max_defer,
         load_counter=not args.ncu_loads,

@@ -163,6 +163,7 @@ class Scheduler:
         clock: Callable[[], float] = time.monotonic,
         exclusive_windows: bool = True,
         turn_slots: int | None = None,
+        quiet_windows: bool = False,
     ) -> None:
         """`clock` gives the time in seconds that spans, learned durations and drain times are
         read in: the monotonic clock, or a test's own (grader/tests/test_schedule.py moves one
@@ -173,6 +174,11 @@ class Scheduler:
         `exclusive_windows` off (a staff experiment, `grader bench --shared-windows`): a window
         is granted at once, with the other processes still on the GPU, to measure what the
         drains cost the rate and what sharing does to the timed tests' scores.
+
+        `quiet_windows` (a staff experiment, `grader bench --quiet-windows`): while a window is
+        open on any lane, no GPU job starts on any lane. On a node of four H200s a window lasted
+        3.9 s on average against 0.16 s on one GPU alone: its timed calls wait on the driver while
+        the other GPUs start processes (bench/RESULTS.md, "Workers kept after a failing case").
 
         `turn_slots` (a staff experiment, `grader bench --turn-slots K`; None: off): while a lane's
         profiler turn is held or waited for, no GPU job starts there while K or more run, so that
@@ -189,6 +195,7 @@ class Scheduler:
         self.gpu_slots = gpu_slots
         self.max_defer = max_defer
         self.exclusive_windows = exclusive_windows
+        self.quiet_windows = quiet_windows
         self.turn_slots = turn_slots
         self._lanes = [_Lane(gpu) for gpu in gpus]
         self._cpu_used = 0
@@ -412,6 +419,8 @@ class Scheduler:
 
     def _fits(self, lane: _Lane, expected: float | None) -> bool:
         if lane.window_open or lane.draining or lane.running >= self.gpu_slots:
+            return False
+        if self.quiet_windows and any(other.window_open for other in self._lanes):
             return False
         turns = lane.profiling or lane.turns_waiting > 0
         if turns and self.turn_slots is not None and lane.running >= self.turn_slots:

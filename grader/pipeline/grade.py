@@ -95,6 +95,7 @@ class GradeOptions:
     confine: bool = True  # run tests in the sandbox (grader/confine/sandbox.py); refuse where there is none
     output_dir: Path | None = None  # the class's --out, hidden from confined tests
     exclusive_windows: bool = True  # False only in the bench's experiment (Scheduler says what)
+    quiet_windows: bool = False  # True only in the bench's experiment (Scheduler says what)
     turn_slots: int | None = None  # GPU jobs running beside a profiler turn; a bench experiment
     max_defer: float = MAX_DEFER_S  # how long a window asked for waits to drain its lane; a bench experiment
     load_counter: bool = True  # count global loads with the kit's load counter where built, else ncu
@@ -148,6 +149,7 @@ class Engine:
             gpus,
             options.gpu_slots,
             exclusive_windows=options.exclusive_windows,
+            quiet_windows=options.quiet_windows,
             turn_slots=options.turn_slots,
             max_defer=options.max_defer,
         )

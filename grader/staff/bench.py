@@ -522,6 +522,7 @@ def run_bench(
         # How the tests ran, so that benches compared later (scripts/bench_against.py) say it.
         "settings": {
             "exclusive_windows": options.exclusive_windows,
+            "quiet_windows": options.quiet_windows,
             "turn_slots": options.turn_slots,
             "max_defer": options.max_defer,
             "load_counter": options.load_counter,

@@ -215,6 +215,33 @@ def test_without_exclusive_windows_a_window_opens_at_once_beside_the_other_jobs(
     assert granted and events == ["plain start", "window", "plain end"]
 
 
+def test_with_quiet_windows_no_gpu_job_starts_on_any_gpu_while_a_window_is_open():
+    # The bench's --quiet-windows experiment: a job for another GPU waits for the window on GPU 0
+    # to close; without it, that job starts on GPU 1 at once.
+    for quiet in (True, False):
+        scheduler = Scheduler(cpu_slots=4, gpus=["0", "1"], gpu_slots=2, max_defer=30, quiet_windows=quiet)
+        events = []
+        started = threading.Event()
+
+        def other_job(events=events, started=started, scheduler=scheduler) -> None:
+            with scheduler.hold(Need.GPU) as lease:
+                events.append(f"job on GPU {lease.gpu}")
+                started.set()
+
+        with scheduler.hold(Need.GPU) as lease:
+            assert lease.gpu == "0"
+            with scheduler.window(lease) as granted:
+                assert granted
+                job = threading.Thread(target=other_job)
+                job.start()
+                # Quiet: the job is still waiting after a while; otherwise it has started.
+                assert started.wait(0.5) is not quiet
+                events.append("window closes")
+            job.join(timeout=5)
+        expected = ["window closes", "job on GPU 1"] if quiet else ["job on GPU 1", "window closes"]
+        assert events == expected, (quiet, events)
+
+
 def test_windows_are_not_starved_by_a_stream_of_jobs():
     clock = FakeClock()
     scheduler = Scheduler(cpu_slots=8, gpus=["0"], gpu_slots=2, max_defer=0.2, clock=clock)
