@@ -220,7 +220,7 @@ def test_with_quiet_windows_no_gpu_job_starts_on_any_gpu_while_a_window_is_open(
     # to close; without it, that job starts on GPU 1 at once.
     for quiet in (True, False):
         scheduler = Scheduler(cpu_slots=4, gpus=["0", "1"], gpu_slots=2, max_defer=30, quiet_windows=quiet)
-        events = []
+        events: list[str] = []
         started = threading.Event()
 
         def other_job(events=events, started=started, scheduler=scheduler) -> None:
