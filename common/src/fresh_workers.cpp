@@ -7,13 +7,19 @@
 // device memory than it held after its first case (a leak, local memory still reserved), the next
 // case starts new workers. Otherwise they serve the next case too, whether the case passed or
 // failed, which spares it the worker's start (a process, its sandbox and a CUDA context: most of
-// what a short GPU test costs). A case that failed on its results alone left its worker as a
-// passing case leaves it: what a worker keeps between cases gains it nothing, since every call gets
-// fresh inputs from the judge (outputs poisoned, inputs with a zeroed tail) and every output is
-// checked on the judge's side, and nothing in a worker's memory was ever trusted. Before, every
-// case that did not pass met new workers: the sample class's mutants started 3.9 student's workers
-// a student-lab, the reference 1.7 (bench/RESULTS.md, "Workers kept after a failing case"). Linked
-// into every split lab's test executable (cmake/KitLab.cmake), since nothing else refers to it.
+// what a short GPU test costs). Nothing a worker keeps is trusted: every call gets fresh inputs
+// from the judge (outputs poisoned, inputs with a zeroed tail) and every output is checked on the
+// judge's side. What the student's code keeps for itself does carry over, as it did after a
+// passing case before: host statics, __device__ and __constant__ variables, its own allocations
+// (less than the growth allowed below), the in-kernel heap. Code whose result depends on an
+// earlier call (a buffer cached at its first call's size) can then fail or pass a case where a
+// new worker would not; what shows that none of the sample students do is the bench's comparison
+// with each test alone (`grader bench --each-alone`: identical scores on the whole sample class,
+// bench/RESULTS.md, "Workers kept after a failing case"). Before, every case that did not pass met
+// new workers: the sample class's mutants started 3.9 student's workers a student-lab, the
+// reference 1.7. A new worker that a later part of a case started, after the student's worker had
+// ended in an earlier one, serves the next case too: it is no older than that trouble. Linked into
+// every split lab's test executable (cmake/KitLab.cmake), since nothing else refers to it.
 #include <catch2/reporters/catch_reporter_event_listener.hpp>
 #include <catch2/reporters/catch_reporter_registrars.hpp>
 #include <cstdint>
@@ -60,7 +66,8 @@ class FreshWorkers : public Catch::EventListenerBase {
  private:
   // True when the student's worker holds no more device memory than after the first case it
   // served, or none at all, never having opened the GPU; false when the driver's count is not
-  // readable (no GPU, no worker, no NVML: a worker the case ended is gone).
+  // readable (no GPU, no worker, no NVML: a worker the case ended is gone). What the first case
+  // left is the baseline, so only growth past it is seen.
   bool at_baseline() {
     const long pid = kit::remote::worker_pid(kit::remote::Role::student);
     try {

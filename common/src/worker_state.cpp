@@ -15,7 +15,10 @@
 //   serves no further case: the judge starts a new one.
 //
 // The worker's link wraps the runtime's setters (common/CMakeLists.txt), the student's calls
-// included; calls through the driver API are not seen.
+// included; calls through the driver API are not seen (a graded build refuses them:
+// grader/confine/inspect.py). Only a call that succeeded is noted: a refused one set nothing,
+// though code that remembers having tried would skip the call in the next case where a new
+// worker would make it.
 #include <cuda_runtime.h>
 
 #include "kit/remote.hpp"
