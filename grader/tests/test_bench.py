@@ -48,6 +48,7 @@ def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_p
     assert [p["name"] for p in report["passes"]] == ["serial", "engine", "engine again (1)"]
     assert report["settings"] == {
         "exclusive_windows": True,
+        "quiet_windows": False,
         "turn_slots": None,
         "max_defer": 20.0,
         "load_counter": True,
