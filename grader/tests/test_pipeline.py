@@ -66,6 +66,24 @@ def test_failures_partial_credit_and_a_missing_lab(fake_kit, tmp_path):
     assert score.refused[0].path == "notes.txt"
 
 
+def test_a_submissions_labs_are_graded_side_by_side(fake_kit, tmp_path):
+    # A test of lab 02 and one of lab 03 each wait for the other to start: one lab after another,
+    # neither would see the other, and both would fail.
+    spec = json.loads((fake_kit.root / "fake_kit.json").read_text())
+    met = {"lab02_tests": ("02", "03"), "lab03_tests": ("03", "02")}
+    for exe, (mine, theirs) in met.items():
+        first = spec[exe]["tests"][0]
+        first["behaviour"] = f"meet:{tmp_path / mine}:{tmp_path / theirs}"
+    (fake_kit.root / "fake_kit.json").write_text(json.dumps(spec))
+    submission = collect_submission(
+        folder(tmp_path / "alice", {"demo.cu": GOOD_02, "other.cu": GOOD_03}), fake_kit.kit
+    )
+    score = grade_submission(fake_kit.kit, submission, fake_kit.options())
+    assert score.error is None
+    assert [lab.lab_id for lab in score.labs] == ["02", "03"]  # in the labs' order, as ever
+    assert (score.points, score.max_points) == (60, 60)
+
+
 def with_answers_in_lab03(fake_kit):
     """The fake kit's lab 03 with an answers.toml that one more test reads, as lab 03's does."""
     rubric = fake_kit.root / "labs/03_other/rubric.toml"

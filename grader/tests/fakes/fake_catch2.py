@@ -174,6 +174,17 @@ def run(name, out):
             handle.write(f"{os.getpid()} {name}\n")
         write(document(name, "", True))
         return 0
+    if kind == "meet":
+        # meet:MINE:THEIRS: says it has started (a file MINE), then waits up to 5 s for THEIRS;
+        # passes only if the other test started meanwhile, so only if the two ran at once.
+        mine, _, theirs = arg.partition(":")
+        open(mine, "w").close()
+        deadline = time.monotonic() + 5
+        while not os.path.exists(theirs) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        met = os.path.exists(theirs)
+        write(document(name, "" if met else element("Failure", f"{theirs} never appeared"), met))
+        return 0 if met else 42
     if kind == "sleep":
         seconds, _, log = arg.partition(":")
         time.sleep(float(seconds))
