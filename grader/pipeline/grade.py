@@ -324,13 +324,19 @@ class Engine:
         submission still goes first. Returns the labs graded, in the labs' order, and the first
         error a lab raised, if any (the caller reports it; the labs it spared are kept). A stop
         (Stopped) is raised at once."""
+        # A lab the kit could not build is named in the report's error, in the labs' order.
+        for lab in labs:
+            if problem := harness.labs[lab.id].problem:
+                score.error = (score.error + "\n" if score.error else "") + f"{lab.tag}: {problem}"
         if len(labs) <= 1:
             return [
-                self._grade_lab(harness, harness.labs[lab.id], submission, work_dir, score) for lab in labs
+                self._grade_lab(harness, harness.labs[lab.id], submission, work_dir) for lab in labs
             ], None
         graded: list[LabScore] = []
         first_error: Exception | None = None
-        with ThreadPoolExecutor(max_workers=len(labs)) as side_by_side:
+        # On Ctrl-C (grade_submission on the main thread) the run stops before the labs are waited
+        # for, as for every pool of work that starts processes.
+        with stoppable_pool(self.scheduler, len(labs)) as side_by_side:
             futures = [
                 side_by_side.submit(
                     contextvars.copy_context().run,  # SUBMISSION_ORDER and SUBMISSION go along
@@ -339,7 +345,6 @@ class Engine:
                     harness.labs[lab.id],
                     submission,
                     work_dir,
-                    score,
                 )
                 for lab in labs
             ]
@@ -349,7 +354,8 @@ class Engine:
                 except Stopped:
                     raise
                 except Exception as error:
-                    first_error = first_error or error
+                    if first_error is None:
+                        first_error = error
         return graded, first_error
 
     def _grade_lab(
@@ -358,15 +364,11 @@ class Engine:
         lab_harness: LabHarness,
         submission: Submission,
         work_dir: Path,
-        score: SubmissionScore,
     ) -> LabScore:
         lab = lab_harness.lab
         if lab_harness.problem:
-            # A kit problem, not the student's: graded as nothing, and reported as a grader failure.
-            with self._timings_lock:  # the submission's other labs run beside this one
-                score.error = (
-                    score.error + "\n" if score.error else ""
-                ) + f"{lab.tag}: {lab_harness.problem}"
+            # A kit problem, not the student's: graded as nothing, and reported as a grader failure
+            # (in the submission's error: _grade_labs).
             return score_unbuilt_lab(lab, lab_harness.problem)
         # Without a file the tests only read (answers.toml), the code is still built and graded:
         # the tests that read it fail, saying it is missing; without code, nothing can run.

@@ -84,6 +84,27 @@ def test_a_submissions_labs_are_graded_side_by_side(fake_kit, tmp_path):
     assert (score.points, score.max_points) == (60, 60)
 
 
+def test_a_grader_error_in_one_lab_keeps_the_others_graded(fake_kit, tmp_path, monkeypatch):
+    # Side by side, lab 03 is graded whatever befalls lab 02: the submission's error names lab
+    # 02's trouble, and lab 02 appears as not graded, as a lab the grader did not reach did before.
+    grade_lab = pipeline.Engine._grade_lab
+
+    def failing_lab02(self, harness, lab_harness, *rest):
+        if lab_harness.lab.id == "02":
+            raise GraderError("lab 02's build cache is unreadable")
+        return grade_lab(self, harness, lab_harness, *rest)
+
+    monkeypatch.setattr(pipeline.Engine, "_grade_lab", failing_lab02)
+    submission = collect_submission(
+        folder(tmp_path / "alice", {"demo.cu": GOOD_02, "other.cu": GOOD_03}), fake_kit.kit
+    )
+    score = grade_submission(fake_kit.kit, submission, fake_kit.options())
+    assert score.error == "lab 02's build cache is unreadable"
+    lab02, lab03 = score.labs
+    assert (lab02.lab_id, lab02.points) == ("02", 0) and "not graded" in str(lab02.problem)
+    assert (lab03.lab_id, lab03.points, lab03.problem) == ("03", 20, None)
+
+
 def with_answers_in_lab03(fake_kit):
     """The fake kit's lab 03 with an answers.toml that one more test reads, as lab 03's does."""
     rubric = fake_kit.root / "labs/03_other/rubric.toml"

@@ -14,7 +14,8 @@ profile:<file> (as window, but asks for the profiler turn, 'P'; its middle span 
 window-then-die (asks for a window, and exits once it has it, without giving it back),
 oom-once:<file> (fails with CUDA's out-of-memory error unless the file exists, which it then
 creates, and appends "<KIT_GPU_GATE or -> <name>" to it on every run, then passes),
-sleep:<seconds>[:<file>] (sleeps, then passes; with a file, then appends as pid does), badexit (a passing report, then exit code 3), where (fails naming its folder and its own path, as
+sleep:<seconds>[:<file>] (sleeps, then passes; with a file, then appends as pid does),
+meet:<mine>:<theirs> (creates <mine>, then passes only if <theirs> appears within 5 s), badexit (a passing report, then exit code 3), where (fails naming its folder and its own path, as
 a sanitizer's command line does), pid:<file> (appends "<its process id> <name>", then passes),
 lane (sleeps 0.3 s, then fails with "<CUDA_VISIBLE_DEVICES> <KIT_GPU_BUS_ID>", "-" for either unset),
 starts:<kind>,... (appends "<kind>\t<name>" for each to the file KIT_PROCESS_LOG names, as the
