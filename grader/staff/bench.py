@@ -82,6 +82,10 @@ class Pass:
     parked_seconds: float
     profiler_turns: int
     first_report: float  # seconds from the pass's start to its first finished submission
+    # The same for the first submission graded on every lab of the pass (the sample class's
+    # reference; a mutant has one lab): a class of full submissions waits that long for its first
+    # report. None when no submission had every lab's report written.
+    first_full_report: float | None
     spans: list[Span] = field(repr=False)  # times from the pass's start
     scores: dict[str, SubmissionScore] = field(repr=False)
     usage: Usage | None = field(default=None, repr=False)  # how busy the CPUs and GPUs were
@@ -182,9 +186,13 @@ def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[Synthe
         progress.log(f"pass {name}:")
         progress.start(len(jobs), 0)  # a line per student graded, and what runs every 30 s
         finished: list[float] = []
+        every_lab = {lab.id for student in students for lab in student.labs}
+        finished_full: list[float] = []
 
         def done(score: SubmissionScore) -> None:
             finished.append(time.monotonic())
+            if {lab.id for lab in by_id[score.student_id].labs} == every_lab:
+                finished_full.append(finished[-1])
             progress.finished(
                 score.student_id, f"{format_points(score.points)}/{format_points(score.max_points)}"
             )
@@ -210,6 +218,7 @@ def grade_pass(kit: Kit, name: str, options: GradeOptions, students: list[Synthe
             windows=engine.scheduler.stats.started.get("window", 0),
             profiler_turns=engine.scheduler.stats.started.get("profiler", 0),
             first_report=min(finished, default=start + wall) - start,
+            first_full_report=min(finished_full) - start if finished_full else None,
             window_seconds=engine.scheduler.stats.window_seconds,
             parked_seconds=engine.scheduler.stats.parked_seconds,
             spans=[
@@ -596,7 +605,10 @@ def _print_differences(differences: list[str]) -> None:
 def _pass_line(p: Pass, first: Pass | None) -> str:
     """A line as each pass ends, so that a run cut short still tells what it measured."""
     line = f"pass done: {p.name}: {p.student_labs} student-labs in {p.wall:.1f} s"
-    line += f" ({p.per_minute:.1f} per minute, the first report after {p.first_report:.1f} s)"
+    line += f" ({p.per_minute:.1f} per minute, the first report after {p.first_report:.1f} s"
+    if p.first_full_report is not None:
+        line += f", the first of a submission with every lab after {p.first_full_report:.1f} s"
+    line += ")"
     if first is not None:
         same = not score_differences(first.scores, p.scores)
         line += f"; scores {'the same as' if same else 'DIFFERENT from'} the first engine pass"
@@ -619,6 +631,7 @@ def _pass_json(p: Pass) -> dict:
         "wall_s": round(p.wall, 2),
         "student_labs_per_minute": round(p.per_minute, 2),
         "first_report_s": round(p.first_report, 2),
+        "first_full_report_s": round(p.first_full_report, 2) if p.first_full_report is not None else None,
         "loads_counted_by": p.loads_counted_by,
         "build_s": round(p.build, 2),
         "test_processes_s": round(p.test_processes, 2),

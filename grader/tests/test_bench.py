@@ -173,6 +173,9 @@ def test_a_pass_on_fewer_gpus_is_compared_with_the_engines_and_each_pass_says_wh
     assert report["scaling"]["gpus"] == ["1"] and report["scaling"]["identical"] is True
     for p in report["passes"]:
         assert 0 < p["first_report_s"] <= p["wall_s"]
+        # The reference is the one sample student with both labs: its report is the first full one.
+        assert p["first_report_s"] <= p["first_full_report_s"] <= p["wall_s"]
+    assert "the first of a submission with every lab after" in shown
     assert (tmp_path / "timeline-engine-on-GPU-1.json").is_file()  # each pass has its timeline
 
 
