@@ -18,6 +18,22 @@
 
 namespace {
 
+// A fresh folder under /tmp for a test's stand-in programs, named from `prefix`, removed with
+// all it holds when the test ends, passed or failed.
+class TempFolder {
+ public:
+  explicit TempFolder(const std::string& prefix) : path_("/tmp/" + prefix + "-XXXXXX") {
+    REQUIRE(mkdtemp(path_.data()) != nullptr);
+  }
+  ~TempFolder() { (void)std::system(("rm -rf '" + path_ + "'").c_str()); }
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 // An executable script `name` in `folder` that holds `text`: a stand-in for a tool or a probe.
 std::string write_script(const std::string& folder, const std::string& name,
                          const std::string& text) {
@@ -128,8 +144,8 @@ TEST_CASE("rows the probe printed before ncu's report are not read as ncu's", "[
 
 TEST_CASE("a run of ncu whose output passed a MiB gives no count and no reason to skip",
           "[common]") {
-  char folder[] = "/tmp/kit-flood-XXXXXX";
-  REQUIRE(mkdtemp(folder) != nullptr);
+  const TempFolder scratch("kit-flood");
+  const std::string& folder = scratch.path();
   // A stand-in ncu whose probe floods the output before ncu's rows: they fall past the first MiB.
   const std::string ncu = write_script(
       folder, "ncu",
@@ -145,7 +161,6 @@ TEST_CASE("a run of ncu whose output passed a MiB gives no count and no reason t
   CHECK_THAT(p.run.output, Catch::Matchers::ContainsSubstring("more than 1 MiB"));
   // Its selftest floods too: that is the probe's doing, so the machine is not blamed.
   CHECK(kit::profiler::unusable_reason(ncu, kit::profiler::kGlobalLoads, "probe").empty());
-  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }
 
 TEST_CASE("profiler finds no count where ncu could not profile", "[common]") {
@@ -366,8 +381,8 @@ TEST_CASE("tests that share a run of Nsight Compute read it only where their own
           "[common]") {
   // Each section has a folder of its own: profile keeps every run of its process by command.
   const NoLoadCounter ncu_alone;
-  char folder[] = "/tmp/kit-fake-ncu-XXXXXX";
-  REQUIRE(mkdtemp(folder) != nullptr);
+  const TempFolder scratch("kit-fake-ncu");
+  const std::string& folder = scratch.path();
   const std::string launch = "launch__shared_mem_per_block_dynamic";
   const std::string loads = kit::profiler::kGlobalLoads;
   // Lab 05's two tests: the launches' sizes first, then the counted trials.
@@ -425,7 +440,6 @@ TEST_CASE("tests that share a run of Nsight Compute read it only where their own
     CHECK(counted.run.exit_code == 0);
     CHECK(counted.kernels.size() == 4);  // two trials, each its kernel and the marker
   }
-  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }
 
 TEST_CASE("a probe that Nsight Compute killed while it held the profiler turn does not keep it",
@@ -433,8 +447,8 @@ TEST_CASE("a probe that Nsight Compute killed while it held the profiler turn do
   // ncu kills its application after a kernel faults, before the probe's hold ends: this stand-in
   // asks for the turn on the gate the judge passed down, as the probe does, and is killed.
   const NoLoadCounter ncu_alone;
-  char folder[] = "/tmp/kit-fake-ncu-XXXXXX";
-  REQUIRE(mkdtemp(folder) != nullptr);
+  const TempFolder scratch("kit-fake-ncu");
+  const std::string& folder = scratch.path();
   const std::string ncu = write_script(
       folder, "ncu", "#!/bin/sh\nfd=${KIT_GPU_GATE%%,*}\neval \"printf P >&$fd\"\nkill -9 $$\n");
   kit_tests::FakeGate gate;
@@ -451,7 +465,6 @@ TEST_CASE("a probe that Nsight Compute killed while it held the profiler turn do
     CHECK(gate.asked().empty());
   }
   CHECK(gate.asked() == "R");
-  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }
 
 TEST_CASE(
@@ -591,8 +604,8 @@ TEST_CASE("a counted probe that found P wrong is read and one that failed anothe
   // A stand-in probe, a bash script: the counter, preloaded into its shell, takes the token and
   // writes its end line when the shell exits (bash ends with exit; dash with _exit, which runs no
   // library's destructor).
-  char folder[] = "/tmp/kit-fake-probe-XXXXXX";
-  REQUIRE(mkdtemp(folder) != nullptr);
+  const TempFolder scratch("kit-fake-probe");
+  const std::string& folder = scratch.path();
   const std::string probe = write_script(
       folder, "probe",
       "#!/bin/bash\n"
@@ -612,7 +625,6 @@ TEST_CASE("a counted probe that found P wrong is read and one that failed anothe
         "the probe exited with code 4");
   const kit::profiler::Profile crashed = kit::profiler::count_loads(counter, probe, "crashed");
   CHECK(crashed.counter_problem == "the probe exited with code 1");
-  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }
 
 TEST_CASE(
@@ -621,8 +633,8 @@ TEST_CASE(
     "[common]") {
   const std::string counter = built_counter_or_skip(true);
   // A stand-in kit_device_count: it prints its arguments, then ends as its first mode says.
-  char folder[] = "/tmp/kit-fake-device-count-XXXXXX";
-  REQUIRE(mkdtemp(folder) != nullptr);
+  const TempFolder scratch("kit-fake-device-count");
+  const std::string& folder = scratch.path();
   const std::string program = write_script(
       folder, "kit_device_count",
       "#!/bin/bash\n"
@@ -673,7 +685,6 @@ TEST_CASE(
              Catch::Matchers::ContainsSubstring("could not be run (exit code 2)"));
   CHECK_THAT(counted("spoiled-clean").counter_problem,
              Catch::Matchers::ContainsSubstring("without this run's token"));
-  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }
 
 TEST_CASE("a run of the kit's own launch falls back only for what is the kit's doing", "[common]") {
@@ -704,20 +715,19 @@ TEST_CASE("a run of the kit's own launch falls back only for what is the kit's d
 
 TEST_CASE("the kit's own launch is counted only where kit_device_count is beside the counter",
           "[common]") {
-  char folder[] = "/tmp/kit-fake-counter-XXXXXX";
-  REQUIRE(mkdtemp(folder) != nullptr);
+  const TempFolder scratch("kit-fake-counter");
+  const std::string& folder = scratch.path();
   const std::string counter = write_script(folder, "libkit_load_counter.so", "");
   CHECK(kit::profiler::device_count_path(counter).empty());
   CHECK(kit::profiler::device_count_path("").empty());
   const std::string program = write_script(folder, "kit_device_count", "#!/bin/sh\n");
   CHECK(kit::profiler::device_count_path(counter) == program);
-  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }
 
 TEST_CASE("each run of a tool over the probe is logged against the test that ran it", "[common]") {
-  char folder[] = "/tmp/kit-process-log-XXXXXX";
-  REQUIRE(mkdtemp(folder) != nullptr);
-  const std::string log = std::string(folder) + "/processes.log";
+  const TempFolder scratch("kit-process-log");
+  const std::string& folder = scratch.path();
+  const std::string log = folder + "/processes.log";
   const auto read_log = [&log] {
     std::FILE* f = std::fopen(log.c_str(), "r");
     std::string text;
@@ -744,14 +754,13 @@ TEST_CASE("each run of a tool over the probe is logged against the test that ran
   const std::string after = read_log();
   CHECK(std::count(after.begin(), after.end(), '\n') == 3);
   kit::set_logged_test("");
-  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }
 
 TEST_CASE("a sanitizer test's modes run one process each or all in one when the grader asks",
           "[common]") {
   // A stand-in for compute-sanitizer that prints the probe and its arguments, past its options.
-  char folder[] = "/tmp/kit-fake-sanitizer-XXXXXX";
-  REQUIRE(mkdtemp(folder) != nullptr);
+  const TempFolder scratch("kit-fake-sanitizer");
+  const std::string& folder = scratch.path();
   const std::string tool =
       write_script(folder, "compute-sanitizer", "#!/bin/sh\nshift 6; echo \"probe args: $*\"\n");
   {
@@ -774,7 +783,6 @@ TEST_CASE("a sanitizer test's modes run one process each or all in one when the 
     CHECK(kit::sanitizer::run_modes(tool, "--tool memcheck", "probe", {"tiles"})[0].modes ==
           "tiles");
   }
-  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }
 
 TEST_CASE("a probe profiled by Nsight Compute holds the profiling turn while a single mode runs",
@@ -872,9 +880,8 @@ TEST_CASE(
     "profile counts the kit's launch and the launcher's run with the counter and keeps them and "
     "asks ncu only where the kit's set-up failed",
     "[common]") {
-  char folder[] = "/tmp/kit-profile-XXXXXX";
-  REQUIRE(mkdtemp(folder) != nullptr);
-  const std::string root = folder;
+  const TempFolder scratch("kit-profile");
+  const std::string& root = scratch.path();
   const std::string counter = counter_copy(root);
   const ScopedEnv given("KIT_LOAD_COUNTER_PATH", counter.c_str());
   const ScopedEnv no_driver("KIT_LOAD_COUNT_END_WITHOUT_DRIVER", "1");  // bash, not CUDA
@@ -920,7 +927,6 @@ TEST_CASE(
   kit::profiler::profile(ncu, loads, probe, "loads-32");
   kit::profiler::profile(ncu, "launch__shared_mem_per_block_dynamic", probe, "sizes", {}, launch);
   CHECK(ran() == "ncu\nncu\n");
-  std::system(("rm -rf '" + root + "'").c_str());
 }
 
 // Run by the next case in a process of its own, with KIT_LOAD_COUNTER_PATH naming a counter
@@ -940,9 +946,8 @@ TEST_CASE(
   if (!kit::profiler::find_ncu("/nonexistent").empty()) {
     SKIP("ncu is installed here: this case needs a machine without it");
   }
-  char folder[] = "/tmp/kit-no-ncu-XXXXXX";
-  REQUIRE(mkdtemp(folder) != nullptr);
-  const std::string root = folder;
+  const TempFolder scratch("kit-no-ncu");
+  const std::string& root = scratch.path();
   const std::string counter = counter_copy(root);
   REQUIRE(std::system(("mkdir -p '" + root + "/tools'").c_str()) == 0);
   write_script(root + "/tools", "cuobjdump", "#!/bin/sh\n");
@@ -969,7 +974,6 @@ TEST_CASE(
   CAPTURE(not_set_up);
   CHECK_THAT(not_set_up, Catch::Matchers::ContainsSubstring("could not count here"));
   CHECK_THAT(not_set_up, Catch::Matchers::ContainsSubstring("cuInit failed"));
-  std::system(("rm -rf '" + root + "'").c_str());
 }
 
 // Run by the next case in a process of its own, one scenario each ($KIT_TEST_LAUNCHER): the
@@ -1005,8 +1009,8 @@ TEST_CASE("launcher check: the lab's launcher must launch the kernel as the kit 
 }
 
 TEST_CASE("a launcher that does not launch the kernel as the kit did fails the count", "[common]") {
-  char folder[] = "/tmp/kit-launcher-check-XXXXXX";
-  REQUIRE(mkdtemp(folder) != nullptr);
+  const TempFolder scratch("kit-launcher-check");
+  const std::string& folder = scratch.path();
   const auto judged = [&](const std::string& scenario) {
     return run_hidden_case("KIT_TEST_LAUNCHER=" + scenario, "[.launcher_check]", folder,
                            "--reporter compact");
@@ -1032,7 +1036,6 @@ TEST_CASE("a launcher that does not launch the kernel as the kit did fails the c
   CAPTURE(crash_text);
   CHECK(crash_status != 0);
   CHECK_THAT(crash_text, Catch::Matchers::ContainsSubstring("the probe exited with code 1"));
-  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }
 
 // Run by the next case in a process of its own, with the stand-in ncu first on PATH: a FAIL is
@@ -1045,12 +1048,11 @@ TEST_CASE("locality floor: kernels that load less than M and N hold fail", "[.lo
 
 TEST_CASE("a kernel that issues fewer global loads than reading M and N takes fails the count",
           "[common]") {
-  char folder[] = "/tmp/kit-fake-ncu-XXXXXX";
-  REQUIRE(mkdtemp(folder) != nullptr);
+  const TempFolder scratch("kit-fake-ncu");
+  const std::string& folder = scratch.path();
   const auto judged = [&](int loads) {
     fake_counting_ncu(folder, loads);
-    return run_hidden_case("PATH='" + std::string(folder) + "':\"$PATH\"", "[.locality_floor]",
-                           folder);
+    return run_hidden_case("PATH='" + folder + "':\"$PATH\"", "[.locality_floor]", folder);
   };
   // An empty kernel beside P computed on the host: 0 loads. Below the floor, however few.
   const auto [empty_status, empty_text] = judged(0);
@@ -1063,5 +1065,4 @@ TEST_CASE("a kernel that issues fewer global loads than reading M and N takes fa
   CAPTURE(tiled_text);
   CHECK(tiled_status == 0);
   CHECK_THAT(tiled_text, Catch::Matchers::ContainsSubstring("global_load_ratio"));
-  std::system(("rm -rf '" + std::string(folder) + "'").c_str());
 }

@@ -216,7 +216,11 @@ inline sanitizer::Run run_with_counter_pipes(const std::string& command, const s
       if (fds[i].fd < 0 || fds[i].revents == 0) continue;
       const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
       if (n > 0) {
-        if (into[i]->size() < (1u << 20)) into[i]->append(buffer, static_cast<std::size_t>(n));
+        if (into[i]->size() < (1u << 20)) {
+          into[i]->append(buffer, static_cast<std::size_t>(n));
+        } else if (i == 0) {
+          r.truncated = true;  // as sanitizer::run_command says of its output
+        }
       } else if (n == 0 || errno != EINTR) {
         close(fds[i].fd);
         fds[i].fd = -1;
