@@ -328,10 +328,6 @@ class Engine:
         for lab in labs:
             if problem := harness.labs[lab.id].problem:
                 score.error = (score.error + "\n" if score.error else "") + f"{lab.tag}: {problem}"
-        if len(labs) <= 1:
-            return [
-                self._grade_lab(harness, harness.labs[lab.id], submission, work_dir) for lab in labs
-            ], None
         graded: list[LabScore] = []
         first_error: Exception | None = None
         # On Ctrl-C (grade_submission on the main thread) the run stops before the labs are waited
