@@ -88,7 +88,7 @@ class GradeOptions:
     keep_work: bool = False  # keep each work folder (its build and test outputs) for debugging
     cpu_slots: int = field(default_factory=lambda: os.cpu_count() or 2)  # compiles, links, CPU tests
     gpus: tuple[str, ...] | None = None  # CUDA_VISIBLE_DEVICES values; None: every visible GPU
-    gpu_slots: int = 8  # test processes sharing one GPU (but for measuring windows)
+    gpu_slots: int = 12  # test processes sharing one GPU (but for measuring windows)
     in_flight: int | None = None  # submissions graded at once; None: enough to fill the slots
     harness_dir: Path | None = None  # the harness build; None: <kit>/build/harness
     harness_built: bool = False  # the harness was built by another process: only read it
@@ -179,11 +179,12 @@ class Engine:
 
     @property
     def in_flight(self) -> int:
-        # Half the slots: enough to keep them busy (each submission has many tests queued at
-        # once), few enough that submissions finish, and are reported, one after another. Twice
-        # the slots measured no faster on the H100 (151.7 s against 157.8 and 163.7 s for 40
-        # student-labs) and kept every report of the sample class back until its end.
-        return self.options.in_flight or max(2, self.scheduler.total_slots // 2)
+        # As many as the CPU slots: on an H200 with 16 the sample class graded 7 % faster than
+        # with half as many, whose submissions left the slots short of tests while their last
+        # ones waited for a window or a profiler turn (bench/RESULTS.md, "More submissions in
+        # flight"). Few enough that submissions finish, and are reported, one after another:
+        # with the whole class in flight at once no report came before the end.
+        return self.options.in_flight or max(2, self.scheduler.total_slots)
 
     def _sandbox(self) -> Sandbox:
         """The sandbox the tests of student code run in (grader/confine/sandbox.py), or a refusal."""

@@ -536,7 +536,7 @@ def run_bench(
             "max_defer": options.max_defer,
             "load_counter": options.load_counter,
             "modes_together": options.modes_together,
-            "in_flight": options.in_flight,  # None: the engine's own, half the CPU slots
+            "in_flight": options.in_flight,  # None: the engine's own, the CPU slots
         },
     }
     if fewer is not None:

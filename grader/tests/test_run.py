@@ -342,12 +342,15 @@ LAB03_JUDGE = Path(os.environ.get("KIT_BUILD_DIR", "/nonexistent")) / "bin" / "l
     not LAB03_JUDGE.is_file(), reason="KIT_BUILD_DIR has no lab03_tests (make test builds it)"
 )
 def test_the_kits_judge_logs_each_worker_it_starts_against_its_test(tmp_path):
-    # The real listener and judge (kit/process_log.hpp), on host-only cases that call the worker:
-    # each case that starts one logs it under its own name.
-    names = [
+    # The real listener and judge (kit/process_log.hpp) on host-only cases: a start is logged under
+    # the case that made it, not the one before. The first case calls no worker; the second starts
+    # one; the third may keep it (a GPU, whose driver counts the worker's memory) or start its own.
+    quiet = "answers file is complete and well formed"
+    calls = [
         "host function rejects widths that are not positive multiples of the tile",
         "host function rejects null matrices and tile widths other than 16 and 32",
     ]
+    names = [quiet, *calls]
     log = tmp_path / "processes.log"
     listed = tmp_path / "tests.txt"
     listed.write_text("".join(f"{name}\n" for name in names))
@@ -359,5 +362,6 @@ def test_the_kits_judge_logs_each_worker_it_starts_against_its_test(tmp_path):
         timeout=120,
     )
     started = processes_started(log)
-    assert set(started) == set(names), done.stdout + done.stderr
+    assert started.get(calls[0], {}).get("worker", 0) >= 1, done.stdout + done.stderr
+    assert set(started) <= set(calls), started
     assert all(kinds.get("worker", 0) >= 1 for kinds in started.values())
