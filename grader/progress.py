@@ -11,7 +11,7 @@ from typing import Protocol, TextIO
 
 class Progress(Protocol):
     def start(self, total: int, done: int) -> None: ...
-    def stage(self, student: str, what: str) -> None: ...
+    def stage(self, student: str, what: str, lab: str | None = None) -> None: ...
     def finished(self, student: str, line: str) -> None: ...
     def log(self, message: str) -> None: ...
     def close(self) -> None: ...
@@ -32,6 +32,33 @@ class _Counter:
         rate = self.done_here / (time.monotonic() - self.started)
         left = (self.total - self.done) / rate
         return f"time left: about {_duration(left)}"
+
+
+class _InFlight:
+    """What each submission in flight is doing. A submission's labs are graded side by side, each
+    saying its own stage (`lab`), so the line shown for it joins them in lab order: the stage a lab
+    said last would hide the others. A stage without a lab (staging) is the whole submission's."""
+
+    def __init__(self) -> None:
+        self.stages: dict[str, dict[str, str]] = {}  # student -> lab ("" for none) -> stage
+
+    def stage(self, student: str, what: str, lab: str | None) -> None:
+        if lab is None:
+            self.stages[student] = {"": what}
+        else:
+            labs = self.stages.setdefault(student, {})
+            labs.pop("", None)
+            labs[lab] = what
+
+    def finished(self, student: str) -> None:
+        self.stages.pop(student, None)
+
+    def shown(self) -> list[tuple[str, str]]:
+        """(student, what it is doing), in the order the submissions were first seen; ", " between
+        labs, as a plain log's heartbeat puts "; " between submissions."""
+        return [
+            (student, ", ".join(labs[lab] for lab in sorted(labs))) for student, labs in self.stages.items()
+        ]
 
 
 def _duration(seconds: float) -> str:
@@ -56,7 +83,7 @@ class PlainProgress:
         self.heartbeat = heartbeat
         self.counter = _Counter()
         self.lock = threading.Lock()
-        self.running: dict[str, str] = {}
+        self.running = _InFlight()
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
 
@@ -71,15 +98,15 @@ class PlainProgress:
             self._beat = threading.Thread(target=self._beats, daemon=True)
             self._beat.start()
 
-    def stage(self, student: str, what: str) -> None:
+    def stage(self, student: str, what: str, lab: str | None = None) -> None:
         with self.lock:
-            self.running[student] = what
+            self.running.stage(student, what, lab)
         if self.stages:
             self._print(f"  {student}: {what}")
 
     def finished(self, student: str, line: str) -> None:
         with self.lock:
-            self.running.pop(student, None)
+            self.running.finished(student)
             self.counter.done += 1
             self.counter.done_here += 1
             done, total, eta = self.counter.done, self.counter.total, self.counter.eta()
@@ -96,7 +123,7 @@ class PlainProgress:
     def _beats(self) -> None:
         while not self._stop.wait(self.heartbeat):
             with self.lock:
-                running = sorted(self.running.items())
+                running = sorted(self.running.shown())
                 done, total, eta = self.counter.done, self.counter.total, self.counter.eta()
             if running:
                 shown = "; ".join(f"{student}: {what}" for student, what in running[:8])
@@ -125,14 +152,14 @@ class RichProgress:
             console=self.console,
         )
         self.task = self.bar.add_task("grading", total=1)
-        self.running: dict[str, str] = {}
+        self.running = _InFlight()
         self.lock = threading.Lock()
         self.live = Live(self._render(), console=self.console, refresh_per_second=4)
         self.live.start()
 
     def _render(self):  # type: ignore[no-untyped-def]
         table = self._table_type(box=None, show_header=False, padding=(0, 2))
-        for student, what in list(self.running.items())[-12:]:
+        for student, what in self.running.shown()[-12:]:
             table.add_row(student, what)
         return self._group(self.bar, table)
 
@@ -143,14 +170,14 @@ class RichProgress:
         self.bar.update(self.task, total=total, completed=done)
         self._refresh()
 
-    def stage(self, student: str, what: str) -> None:
+    def stage(self, student: str, what: str, lab: str | None = None) -> None:
         with self.lock:
-            self.running[student] = what
+            self.running.stage(student, what, lab)
             self._refresh()
 
     def finished(self, student: str, line: str) -> None:
         with self.lock:
-            self.running.pop(student, None)
+            self.running.finished(student)
             self.bar.advance(self.task)
             self.live.console.print(f"{student}: {line}")
             self._refresh()

@@ -337,7 +337,7 @@ class Engine:
             futures = [
                 side_by_side.submit(
                     contextvars.copy_context().run,  # SUBMISSION_ORDER and SUBMISSION go along
-                    self._grade_lab,
+                    self._grade_lab_and_say,
                     harness,
                     harness.labs[lab.id],
                     submission,
@@ -354,6 +354,18 @@ class Engine:
                     if first_error is None:
                         first_error = error
         return graded, first_error
+
+    def _grade_lab_and_say(
+        self, harness: Harness, lab_harness: LabHarness, submission: Submission, work_dir: Path
+    ) -> LabScore:
+        """A lab's grading, then its stage "scored": the progress shows a submission's labs side by
+        side (grader/progress.py), each lab's last stage until the submission's report."""
+        lab_score = self._grade_lab(harness, lab_harness, submission, work_dir)
+        tag = lab_harness.lab.tag
+        self.progress.stage(
+            submission.student_id, f"{tag} scored: {lab_score.points:g}/{lab_score.max_points:g}", tag
+        )
+        return lab_score
 
     def _grade_lab(
         self,
@@ -372,7 +384,7 @@ class Engine:
         data = {name for _, name in lab_harness.data_files}
         if any(name not in data for name in submission.missing_files(lab)):
             return score_unbuilt_lab(lab, _not_submitted(lab, submission))
-        self.progress.stage(submission.student_id, f"building {lab.tag}")
+        self.progress.stage(submission.student_id, f"building {lab.tag}", lab.tag)
         files = submission.files[lab.slug]
         build = build_submission_lab(lab_harness, harness.fingerprint, files, self.cache)
         self._add_time("build", build.duration)
@@ -400,13 +412,13 @@ class Engine:
             self.scheduler,
             self.pool,
             env,
-            lambda what: self.progress.stage(submission.student_id, f"{lab.tag}: {what}"),
+            lambda what: self.progress.stage(submission.student_id, f"{lab.tag}: {what}", lab.tag),
             build.executables.get(lab_harness.worker) if lab_harness.worker else None,
         )
         self._add_time("test_processes", sum(outcome.duration for outcome in outcomes.values()))
         lab_score = score_lab(lab, build, outcomes)
         if lab.charts is not None and lab.charts.target in build.executables:
-            self.progress.stage(submission.student_id, f"drawing the charts of {lab.tag}")
+            self.progress.stage(submission.student_id, f"drawing the charts of {lab.tag}", lab.tag)
             with self.scheduler.hold(Need.CPU):  # a process like the others: a slot, none after a stop
                 lab_score.charts = plot_charts(
                     lab,

@@ -701,11 +701,32 @@ def test_a_plain_log_says_what_is_running_every_heartbeat_while_nothing_finishes
     lines = shown.getvalue().splitlines()
     beats = [line for line in lines if re.match(r"\[\d/2\] grading [12]: ", line)]
     assert beats, lines
-    assert any(re.search(r"(alice|bob): lab0[23]: running ", line) for line in beats), beats
+    assert any(re.search(r"(alice|bob): [^;]*lab0[23]: running ", line) for line in beats), beats
+    # Each student's two labs are graded side by side, and the line names both.
+    assert any(re.search(r"(alice|bob): [^;]*lab02[^;]*, [^;]*lab03", line) for line in beats), beats
     assert not any("  alice: " in line for line in lines)  # stages=False: no line per stage
     count = len(lines)
     time.sleep(0.5)
     assert len(shown.getvalue().splitlines()) == count, "the heartbeat went on after the run"
+
+
+def test_what_is_running_shows_each_lab_of_a_submission_graded_side_by_side():
+    """A submission's labs report their stages from threads of their own: the line shown for it
+    names every lab's, in lab order, not whichever lab spoke last."""
+    shown = io.StringIO()
+    progress = PlainProgress(shown, stages=False, heartbeat=0)
+    progress.start(2, 0)
+    progress.stage("alice", "staging")
+    progress.stage("alice", "lab03: running 4 tests in one process", "lab03")
+    progress.stage("alice", "building lab02", "lab02")
+    progress.stage("bob", "staging")
+    progress.stage("alice", "lab02 scored: 40/60", "lab02")
+    assert progress.running.shown() == [
+        ("alice", "lab02 scored: 40/60, lab03: running 4 tests in one process"),
+        ("bob", "staging"),
+    ]
+    progress.finished("alice", "40/60")
+    assert progress.running.shown() == [("bob", "staging")]
 
 
 def test_reports_come_out_in_the_order_the_submissions_were_taken_up(fake_kit, tmp_path):
