@@ -785,6 +785,55 @@ TEST_CASE("a sanitizer test's modes run one process each or all in one when the 
   }
 }
 
+TEST_CASE("a race check runs its modes together first and apart only when that run is not clean",
+          "[common]") {
+  // A stand-in for compute-sanitizer that notes each run's probe arguments and exits with the
+  // code the file `exit-<first argument>` holds (0 where there is none).
+  const TempFolder scratch("kit-fake-racecheck");
+  const std::string& folder = scratch.path();
+  const std::string runs = folder + "/runs";
+  const std::string tool =
+      write_script(folder, "compute-sanitizer",
+                   "#!/bin/sh\nshift 6; echo \"$*\" >> '" + runs + "'\ncode=$(cat '" + folder +
+                       "/exit-'\"$2\" 2>/dev/null)\nexit ${code:-0}\n");
+  const std::vector<std::string> modes = {"matmul-one-phase", "matmul"};
+  const auto race = [&] {
+    std::remove(runs.c_str());
+    return kit::sanitizer::run_each_unless_clean_together(tool, "--tool racecheck", "probe", modes);
+  };
+  {
+    const ScopedEnv together("KIT_SANITIZER_MODES_TOGETHER", "1");
+    // Clean together: one run stands for both modes.
+    std::vector<kit::sanitizer::Run> got = race();
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].exit_code == 0);
+    CHECK(got[1].exit_code == 0);
+    CHECK(read_text(runs) == "probe --together matmul-one-phase matmul\n");
+    // A hazard found together: each mode again on its own, and those runs are what is judged.
+    const std::string found = std::to_string(kit::sanitizer::kErrorsFound);
+    write_script(folder, "exit---together", found);
+    write_script(folder, "exit-matmul", found);
+    got = race();
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].exit_code == 0);
+    CHECK(got[1].exit_code == kit::sanitizer::kErrorsFound);
+    const std::string three = read_text(runs);
+    CHECK(std::count(three.begin(), three.end(), '\n') == 3);
+    CHECK_THAT(three, Catch::Matchers::ContainsSubstring("probe matmul-one-phase\n"));
+    CHECK_THAT(three, Catch::Matchers::ContainsSubstring("probe matmul\n"));
+  }
+  {
+    // Run as it is (CTest): apart from the start.
+    const ScopedEnv apart("KIT_SANITIZER_MODES_TOGETHER", "0");
+    const std::vector<kit::sanitizer::Run> got = race();
+    REQUIRE(got.size() == 2);
+    CHECK(got[1].exit_code == kit::sanitizer::kErrorsFound);
+    const std::string two = read_text(runs);
+    CHECK(std::count(two.begin(), two.end(), '\n') == 2);
+    CHECK_THAT(two, !Catch::Matchers::ContainsSubstring("--together"));
+  }
+}
+
 TEST_CASE("a probe profiled by Nsight Compute holds the profiling turn while a single mode runs",
           "[common]") {
   // Two processes profiled at once on a GPU fail; the selftest, which asks whether ncu can count
