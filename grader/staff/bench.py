@@ -296,6 +296,11 @@ class CudaStarts:
         )
         return f"{self.total} in all, {per:.1f} a student-lab ({kinds or 'none logged'}){besides}"
 
+    def by_test_json(self) -> list[dict]:
+        """Every test's starts, the most first, for bench.json: a pass prints only the first eight,
+        and the next process to save may be further down."""
+        return [{"test": name, "count": count, "kinds": kinds} for name, count, kinds in self.by_test]
+
 
 # What a judge logs of a worker it stops that never started CUDA (kit/process_log.hpp): the
 # worker was logged at its start too, so it comes off its kind's count here.
@@ -648,6 +653,7 @@ def _pass_json(p: Pass) -> dict:
         "mean_gpu_running": round(p.timeline.mean_gpu_running, 2),
         "usage": p.usage.as_json() if p.usage is not None else None,
         "cuda_processes": starts.by_kind,
+        "cuda_processes_by_test": starts.by_test_json(),
         "workers_without_cuda": starts.workers_without_cuda,
         "totals": {student_id: score.points for student_id, score in p.scores.items()},
         # Each test's points and status, so that a total that moved between two benches

@@ -56,6 +56,7 @@ def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_p
         "in_flight": None,
     }
     assert report["passes"][0]["most_at_once"].get("cpu", 0) == 1  # serial means one at a time
+    assert report["passes"][1]["cuda_processes_by_test"] == []  # the fake kit's tests log no CUDA start
     assert report["passes"][1]["totals"]["reference-copy1"] == 60
     tests = report["passes"][1]["tests"]["lab02-broken-copy1"]  # each test's points, for a comparison
     assert sum(t["points"] for t in tests.values()) == report["passes"][1]["totals"]["lab02-broken-copy1"]
@@ -234,6 +235,7 @@ def test_cuda_starts_are_summed_by_kind_and_by_test_the_most_first():
         ("lab03: race", 4),
     ]
     assert starts.summary() == "15 in all, 7.5 a student-lab (worker 7, tool 4, judge 2, reference worker 2)"
+    assert starts.by_test_json()[2] == {"test": "lab03: race", "count": 4, "kinds": {"tool": 4}}
     assert bench.cuda_starts({}, student_labs=0).summary() == "0 in all, 0.0 a student-lab (none logged)"
 
 
