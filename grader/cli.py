@@ -457,8 +457,8 @@ def _add_grouping(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="submissions graded at once, each with its tests queued together (default: the CPU "
-        "slots, at least 2: enough to keep the slots busy, few enough that reports come out one "
-        "after another)",
+        "slots, at most 16 a GPU, at least 2: enough to keep the slots busy, few enough that "
+        "reports come out one after another)",
     )
 
 

@@ -159,8 +159,12 @@ class RichProgress:
 
     def _render(self):  # type: ignore[no-untyped-def]
         table = self._table_type(box=None, show_header=False, padding=(0, 2))
-        for student, what in self.running.shown()[-12:]:
+        # The earliest first: they are the next to finish (the scheduler serves them first).
+        running = self.running.shown()
+        for student, what in running[:12]:
             table.add_row(student, what)
+        if len(running) > 12:
+            table.add_row(f"and {len(running) - 12} more", "")
         return self._group(self.bar, table)
 
     def _refresh(self) -> None:

@@ -832,6 +832,21 @@ TEST_CASE("a race check runs its modes together first and apart only when that r
     CHECK(std::count(two.begin(), two.end(), '\n') == 2);
     CHECK_THAT(two, !Catch::Matchers::ContainsSubstring("--together"));
   }
+  {
+    // A run together whose output was cut at 1 MiB is not taken for clean, though it exits 0.
+    const ScopedEnv together("KIT_SANITIZER_MODES_TOGETHER", "1");
+    const std::string flooding = write_script(
+        folder, "flooding-sanitizer",
+        "#!/bin/sh\nshift 6; echo \"$*\" >> '" + runs +
+            "'\n[ \"$2\" = --together ] && head -c 1100000 /dev/zero | tr '\\0' x\nexit 0\n");
+    std::remove(runs.c_str());
+    const std::vector<kit::sanitizer::Run> got = kit::sanitizer::run_each_unless_clean_together(
+        flooding, "--tool racecheck", "probe", modes);
+    REQUIRE(got.size() == 2);
+    CHECK_FALSE(got[0].truncated);
+    const std::string three = read_text(runs);
+    CHECK(std::count(three.begin(), three.end(), '\n') == 3);
+  }
 }
 
 TEST_CASE("a probe profiled by Nsight Compute holds the profiling turn while a single mode runs",

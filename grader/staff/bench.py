@@ -541,7 +541,7 @@ def run_bench(
             "max_defer": options.max_defer,
             "load_counter": options.load_counter,
             "modes_together": options.modes_together,
-            "in_flight": options.in_flight,  # None: the engine's own, the CPU slots
+            "in_flight": options.in_flight,  # None: the engine's own, the CPU slots, at most 16 a GPU
         },
     }
     if fewer is not None:

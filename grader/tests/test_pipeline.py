@@ -553,6 +553,20 @@ def test_grade_validate_and_bench_build_alike_without_a_gpu(command, fake_kit, m
     assert options.build.build_type == "Release"
 
 
+def test_the_engine_keeps_as_many_submissions_in_flight_as_cpu_slots_at_most_16_a_gpu(fake_kit):
+    def in_flight(cpu_slots: int, gpus: tuple[str, ...], asked: int | None = None) -> int:
+        options = replace(fake_kit.options(), cpu_slots=cpu_slots, gpus=gpus, in_flight=asked)
+        with pipeline.Engine(fake_kit.kit, options) as engine:
+            return engine.in_flight
+
+    assert in_flight(16, ("0",)) == 16  # one H200 node: measured best (bench/RESULTS.md)
+    assert in_flight(128, ("0",)) == 16  # many CPUs, one GPU: more would only wait for it
+    assert in_flight(64, ("0", "1", "2", "3")) == 64
+    assert in_flight(2, ()) == 2  # no GPU: the CPU slots
+    assert in_flight(1, ()) == 2  # at least two
+    assert in_flight(128, ("0",), asked=40) == 40  # --in-flight wins
+
+
 @pytest.mark.parametrize("command", [["grade"], ["validate"], ["bench"]])
 def test_in_flight_sets_the_submissions_graded_at_once_and_refuses_zero(command, fake_kit, monkeypatch):
     monkeypatch.setattr(grading, "visible_gpus", lambda: [])

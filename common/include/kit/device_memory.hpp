@@ -27,8 +27,9 @@ struct DeviceMemoryUse {
 DeviceMemoryUse device_memory_use();
 
 // 2 GiB, or KIT_DEVICE_MEMORY_LIMIT_MIB when set (staff, for a kit test that needs more): no
-// lab test needs a tenth of it, and 8 GPU slots and a dozen parked processes at the limit still
-// fit on a 40 GB GPU.
+// lab test needs a tenth of it. The grader's 12 GPU slots, and as many parked processes, all at
+// the limit would need 48 GiB; a GPU of less memory is graded with fewer slots
+// (docs/instructors.md, --gpu-slots).
 std::size_t device_memory_limit();
 
 // Which allocation of this process starts at `base`: a number no other allocation of the

@@ -193,8 +193,10 @@ inline std::vector<ModesRun> run_modes(const std::string& sanitizer_path,
 // process of the probe: a clean run (exit 0: every mode ended well and the tool found nothing)
 // stands for each mode's, one start of CUDA and of the tool instead of one a mode; any other end
 // runs each mode again in a process of its own (run_each), so a test that fails is judged on
-// exactly the runs it would have been judged on apart. Elsewhere (CTest, `--modes-apart`):
-// run_each.
+// exactly the runs it would have been judged on apart. A clean run together is not always a clean
+// run a mode (run_modes says why: what the student's launcher keeps reaches the next mode); the
+// grader accepts that, as it does for run_modes. A truncated output is not taken for clean.
+// Elsewhere (CTest, `--modes-apart`): run_each.
 inline std::vector<Run> run_each_unless_clean_together(const std::string& sanitizer_path,
                                                        const std::string& tool_args,
                                                        const std::string& probe,

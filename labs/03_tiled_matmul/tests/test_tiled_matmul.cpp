@@ -69,6 +69,8 @@ TEST_CASE("tiled kernel has no shared-memory race under racecheck", "[lab03][saf
   // Racecheck names a hazard by the order in which it saw the two accesses, which depends on
   // timing, so the phase structure tells the barriers apart instead: with a single phase
   // (width = TILE_WIDTH) only the first barrier matters; with several, both do.
+  // Where both modes ran clean in one process, both entries are that run; a failure is always
+  // judged, and its message written, from a run a mode (lab03_tests::racecheck_probes).
   const std::vector<kit::sanitizer::Run> runs =
       lab03_tests::racecheck_probes(tool, {"matmul-one-phase", "matmul"});
   const kit::sanitizer::Run& one = runs[0];
