@@ -258,6 +258,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--copies", type=int, default=1, metavar="N", help="copies of the sample students (default: 1)"
     )
+    bench.add_argument(
+        "--whole-students",
+        type=int,
+        metavar="N",
+        help="instead of the sample class, N students who each hand in every lab: the reference for "
+        "every second one, the lab's mutants in turn for the others (a course's class; 200 on six "
+        "labs are 1,200 student-labs)",
+    )
     bench.add_argument("--no-serial", action="store_true", help="skip the serial pass")
     bench.add_argument(
         "--each-alone",
@@ -647,10 +655,26 @@ def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
     only = [name.strip() for name in args.only.split(",")] if args.only else None
     if args.copies < 1 or args.repeat < 0:
         raise GraderError("--copies must be at least 1 and --repeat at least 0")
+    if args.whole_students is not None:
+        if args.whole_students < 1:
+            raise GraderError("--whole-students must be at least 1")
+        if only or args.copies != 1:
+            raise GraderError(
+                "--whole-students makes a class of its own: give it without --only and --copies"
+            )
     each_alone = args.each_alone and args.no_serial
     also = tuple(gpu.strip() for gpu in args.also_gpus.split(",") if gpu.strip()) if args.also_gpus else None
     return run_bench(
-        kit, options, args.copies, not args.no_serial, args.repeat, only, args.out, each_alone, also
+        kit,
+        options,
+        args.copies,
+        not args.no_serial,
+        args.repeat,
+        only,
+        args.out,
+        each_alone,
+        also,
+        whole_students=args.whole_students or 0,
     )
 
 

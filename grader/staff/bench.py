@@ -61,9 +61,36 @@ def synthetic_class(
     return result
 
 
+def whole_students_class(kit: Kit, labs: list[Lab], count: int) -> list[SyntheticStudent]:
+    """`count` students who each hand in every lab, as a course's students do, where the sample
+    class's mutants hand in one lab each: with the same number of submissions in flight, a class
+    of whole submissions puts six times the student-labs in flight, so it is the class the goal of
+    1,200 student-labs (200 students on six labs) is measured on. Each lab's files come from the
+    reference for every second student and from the lab's mutants in turn for the others (the
+    reference alone where a lab has none), so a class grades right and wrong work alike; each
+    student's files carry a mark of its own, so that the build cache shares nothing."""
+    samples = sample_students(kit, labs, mutant_lab_only=True)
+    reference = samples[0]
+    result = []
+    for index in range(count):
+        files: dict[str, bytes] = {}
+        for lab in labs:
+            mutants = [s for s in samples[1:] if [graded.id for graded in s.labs] == [lab.id]]
+            picked = reference if index % 2 == 0 or not mutants else mutants[(index // 2) % len(mutants)]
+            prefix = f"labs/{lab.slug}/"
+            files |= {path: data for path, data in picked.files.items() if path.startswith(prefix)}
+        marked = {path: data + _mark(path, f"synthetic student {index + 1}") for path, data in files.items()}
+        result.append(SyntheticStudent(f"student{index + 1:04d}", marked, list(labs)))
+    return result
+
+
 def _copy_mark(path: str, copy: int) -> bytes:
+    return _mark(path, f"synthetic copy {copy}")
+
+
+def _mark(path: str, text: str) -> bytes:
     comment = "#" if path.endswith(".toml") else "//"
-    return f"\n{comment} synthetic copy {copy}\n".encode()
+    return f"\n{comment} {text}\n".encode()
 
 
 @dataclass
@@ -447,14 +474,22 @@ def run_bench(
     out: Path | None,
     each_alone: bool = False,
     also_gpus: tuple[str, ...] | None = None,
+    whole_students: int = 0,
 ) -> int:
     """`each_alone` (with `serial` off): the pass the engine's is compared with grades with the
     engine's slots, each test in a process of its own: the serial pass's scores, sooner.
     `also_gpus`: one more engine pass on these GPUs alone (e.g. one of a node's four), after the
-    engine's, to which its rate and scores are compared: the scaling over GPUs in one run."""
-    students = synthetic_class(kit, options.labs, copies, only)
+    engine's, to which its rate and scores are compared: the scaling over GPUs in one run.
+    `whole_students`: grade that many students who each hand in every lab instead of the sample
+    class's copies (whole_students_class)."""
+    if whole_students > 0:
+        students = whole_students_class(kit, options.labs, whole_students)
+        made = "students, each on every lab"
+    else:
+        students = synthetic_class(kit, options.labs, copies, only)
+        made = f"synthetic students ({copies} copies)"
     print(
-        f"grader bench: {len(students)} synthetic students ({copies} copies), "
+        f"grader bench: {len(students)} {made}, "
         f"{sum(len(s.labs) for s in students)} student-labs, labs {', '.join(lab.id for lab in options.labs)}"
     )
     with tempfile.TemporaryDirectory(prefix="grader-bench-") as work:

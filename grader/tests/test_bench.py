@@ -19,7 +19,9 @@ from grader.staff.bench import (
     score_differences,
     synthetic_class,
     turns_beside_starts,
+    whole_students_class,
 )
+from grader.staff.mutants import sample_students
 
 
 def test_copies_differ_so_that_the_cache_shares_nothing(fake_kit):
@@ -36,6 +38,45 @@ def test_copies_differ_so_that_the_cache_shares_nothing(fake_kit):
     first, second = students[0].files, students[3].files
     assert first.keys() == second.keys() and all(first[path] != second[path] for path in first)
     assert [lab.id for lab in students[1].labs] == ["02"]  # a mutant is graded on its own lab
+
+
+def test_whole_students_hand_in_every_lab_half_of_them_the_reference_and_share_no_file(fake_kit):
+    labs = list(fake_kit.kit.labs)
+    students = whole_students_class(fake_kit.kit, labs, 5)
+    assert [s.student_id for s in students] == [f"student000{i}" for i in range(1, 6)]
+    assert all([lab.id for lab in s.labs] == [lab.id for lab in labs] for s in students)
+    samples = {s.student_id: s for s in sample_students(fake_kit.kit, labs, mutant_lab_only=True)}
+    demo = "labs/02_demo/demo.cu"  # lab 02 has two mutants; lab 03 none, so always the reference's
+
+    def unmarked(student: int, path: str) -> bytes:
+        comment = "#" if path.endswith(".toml") else "//"
+        mark = f"\n{comment} synthetic student {student + 1}\n".encode()
+        data = students[student].files[path]
+        assert data.endswith(mark)
+        return data[: -len(mark)]
+
+    picked = [unmarked(i, demo) for i in range(5)]
+    assert picked[0] == picked[2] == picked[4] == samples["reference"].files[demo]
+    assert picked[1] == samples["lab02-broken"].files[demo]
+    assert picked[3] == samples["lab02-transposed"].files[demo]
+    other = [path for path in students[1].files if path.startswith("labs/03_")]
+    assert other and all(unmarked(1, path) == samples["reference"].files[path] for path in other)
+    # Every student's files differ, so that the build cache shares nothing.
+    assert students[0].files[demo] != students[2].files[demo]
+
+
+def test_a_bench_of_whole_students_reports_their_first_full_report(fake_kit, tmp_path, capsys):
+    options = fake_kit.options()
+    assert run_bench(fake_kit.kit, options, 1, False, 0, None, tmp_path, whole_students=3) == 0
+    shown = capsys.readouterr().out
+    assert "grader bench: 3 students, each on every lab, 6 student-labs" in shown
+    engine = json.loads((tmp_path / "bench.json").read_text())["passes"][-1]
+    assert engine["student_labs"] == 6 and sorted(engine["totals"]) == [
+        "student0001",
+        "student0002",
+        "student0003",
+    ]
+    assert engine["first_full_report_s"] == engine["first_report_s"]  # every submission is whole
 
 
 def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_path, capsys):
@@ -302,7 +343,7 @@ def test_bench_takes_max_defer_into_the_engines_scheduler(fake_kit, monkeypatch)
     # What the command hands the bench: the value given, or the engine's own without one.
     seen: list[float] = []
 
-    def run_bench(kit, options, *rest) -> int:
+    def run_bench(kit, options, *rest, **named) -> int:
         seen.append(options.max_defer)
         return 0
 
