@@ -18,7 +18,7 @@
 #   make release [OUT=dir]                                  staff: student-kit.tar.gz and the write-ups as pages
 #   make plots LAB=06                                       occupancy charts from your calculator
 #   make bench [OUT=dir]                                    staff: reference kernels vs cuBLAS, GFLOP/s
-#   make grade-bench [LABS=02,03,04] [COPIES=1] [REPEAT=0]  staff: the grader's own speed, serial vs engine
+#   make grade-bench [LABS=..] [COPIES=1|WHOLE=N] [REPEAT=0] staff: the grader's own speed, serial vs engine
 #   make grade-bench-against REV=d1f6efa [LABS=02]          staff: speed and scores against an earlier kit, here
 
 BUILD ?= build
@@ -167,8 +167,10 @@ bench: build
 COPIES ?= 1
 REV ?=
 REPEAT ?= 0
+# make grade-bench WHOLE=N: N students who each hand in every lab instead of COPIES of the sample class.
+WHOLE ?=
 grade-bench: setup
-	$(PY) -m grader bench $(labs_arg) --copies $(COPIES) --repeat $(REPEAT) $(out_arg)
+	$(PY) -m grader bench $(labs_arg) $(if $(WHOLE),--whole-students $(WHOLE),--copies $(COPIES)) --repeat $(REPEAT) $(out_arg)
 
 grade-bench-against: setup
 	@test -n "$(REV)" || { echo "make grade-bench-against: say which version, e.g. REV=d1f6efa"; exit 2; }

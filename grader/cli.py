@@ -639,6 +639,13 @@ def run_validate_command(kit: Kit, args: argparse.Namespace) -> int:
 
 
 def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
+    if args.whole_students is not None:
+        if args.whole_students < 1:
+            raise GraderError("--whole-students must be at least 1")
+        if args.only or args.copies != 1:
+            raise GraderError(
+                "--whole-students makes a class of its own: give it without --only and --copies"
+            )
     if args.turn_slots is not None and args.turn_slots < 1:
         raise GraderError("--turn-slots must be at least 1")
     if args.max_defer is not None and not (math.isfinite(args.max_defer) and args.max_defer >= 0):
@@ -655,13 +662,6 @@ def run_bench_command(kit: Kit, args: argparse.Namespace) -> int:
     only = [name.strip() for name in args.only.split(",")] if args.only else None
     if args.copies < 1 or args.repeat < 0:
         raise GraderError("--copies must be at least 1 and --repeat at least 0")
-    if args.whole_students is not None:
-        if args.whole_students < 1:
-            raise GraderError("--whole-students must be at least 1")
-        if only or args.copies != 1:
-            raise GraderError(
-                "--whole-students makes a class of its own: give it without --only and --copies"
-            )
     each_alone = args.each_alone and args.no_serial
     also = tuple(gpu.strip() for gpu in args.also_gpus.split(",") if gpu.strip()) if args.also_gpus else None
     return run_bench(

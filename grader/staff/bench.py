@@ -1,12 +1,12 @@
 """`python -m grader bench`: the grader's own speed, as a benchmark figure (never a timed test).
 
 Grades a synthetic class, N copies of the sample students (the reference on every lab, each
-mutant on its own lab), serially (one process at a time: one CPU slot, one GPU slot, one
-submission in flight, each test in a process of its own: the grading every other is held to)
-and with the engine's settings, in the same run, then prints
-student-labs per minute, where the time went and whether every score matched. Each copy's
-files differ by a comment, so that the build cache shares nothing between copies: the figure
-is that of a class of distinct submissions.
+mutant on its own lab) or, with --whole-students N, N students who each hand in every lab,
+serially (one process at a time: one CPU slot, one GPU slot, one submission in flight, each test
+in a process of its own: the grading every other is held to) and with the engine's settings, in
+the same run, then prints student-labs per minute, where the time went and whether every score
+matched. Each copy's or student's files differ by a comment, so that the build cache shares
+nothing between them: the figure is that of a class of distinct submissions.
 
 With --repeat K the engine grades the class K times more and reports, per student, whether all
 K scores were the same (performance credit included).
@@ -64,19 +64,25 @@ def synthetic_class(
 def whole_students_class(kit: Kit, labs: list[Lab], count: int) -> list[SyntheticStudent]:
     """`count` students who each hand in every lab, as a course's students do, where the sample
     class's mutants hand in one lab each: with the same number of submissions in flight, a class
-    of whole submissions puts six times the student-labs in flight, so it is the class the goal of
-    1,200 student-labs (200 students on six labs) is measured on. Each lab's files come from the
-    reference for every second student and from the lab's mutants in turn for the others (the
-    reference alone where a lab has none), so a class grades right and wrong work alike; each
-    student's files carry a mark of its own, so that the build cache shares nothing."""
+    of whole submissions puts about as many times the student-labs in flight as there are labs,
+    so it is the class the goal of 1,200 student-labs (200 students on six labs) is measured on.
+    Half of each lab's submissions are the reference and half its mutants in turn (the reference
+    alone where a lab has none), alternating from lab to lab, so that a student hands in about
+    half of the labs right, as a class has right and wrong work alike; how a real class divides
+    its work, and so how fast it grades, differs. Each student's files carry a mark of its own,
+    so that the build cache shares nothing."""
     samples = sample_students(kit, labs, mutant_lab_only=True)
     reference = samples[0]
+    mutants = {
+        lab.id: [s for s in samples[1:] if [graded.id for graded in s.labs] == [lab.id]] for lab in labs
+    }
     result = []
     for index in range(count):
         files: dict[str, bytes] = {}
-        for lab in labs:
-            mutants = [s for s in samples[1:] if [graded.id for graded in s.labs] == [lab.id]]
-            picked = reference if index % 2 == 0 or not mutants else mutants[(index // 2) % len(mutants)]
+        for order, lab in enumerate(labs):
+            turn = index + order  # a student's right labs alternate with its wrong ones
+            wrong = mutants[lab.id]
+            picked = reference if turn % 2 == 0 or not wrong else wrong[(turn // 2) % len(wrong)]
             prefix = f"labs/{lab.slug}/"
             files |= {path: data for path, data in picked.files.items() if path.startswith(prefix)}
         marked = {path: data + _mark(path, f"synthetic student {index + 1}") for path, data in files.items()}

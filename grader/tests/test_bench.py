@@ -40,13 +40,13 @@ def test_copies_differ_so_that_the_cache_shares_nothing(fake_kit):
     assert [lab.id for lab in students[1].labs] == ["02"]  # a mutant is graded on its own lab
 
 
-def test_whole_students_hand_in_every_lab_half_of_them_the_reference_and_share_no_file(fake_kit):
+def test_whole_students_hand_in_every_lab_right_and_wrong_in_turn_and_share_no_file(fake_kit):
     labs = list(fake_kit.kit.labs)
-    students = whole_students_class(fake_kit.kit, labs, 5)
-    assert [s.student_id for s in students] == [f"student000{i}" for i in range(1, 6)]
+    students = whole_students_class(fake_kit.kit, labs, 7)
+    assert [s.student_id for s in students] == [f"student000{i}" for i in range(1, 8)]
     assert all([lab.id for lab in s.labs] == [lab.id for lab in labs] for s in students)
     samples = {s.student_id: s for s in sample_students(fake_kit.kit, labs, mutant_lab_only=True)}
-    demo = "labs/02_demo/demo.cu"  # lab 02 has two mutants; lab 03 none, so always the reference's
+    demo = "labs/02_demo/demo.cu"  # lab 02 (the first) has two mutants; lab 03 none
 
     def unmarked(student: int, path: str) -> bytes:
         comment = "#" if path.endswith(".toml") else "//"
@@ -55,28 +55,52 @@ def test_whole_students_hand_in_every_lab_half_of_them_the_reference_and_share_n
         assert data.endswith(mark)
         return data[: -len(mark)]
 
-    picked = [unmarked(i, demo) for i in range(5)]
-    assert picked[0] == picked[2] == picked[4] == samples["reference"].files[demo]
-    assert picked[1] == samples["lab02-broken"].files[demo]
-    assert picked[3] == samples["lab02-transposed"].files[demo]
+    reference, broken, transposed = (
+        samples[s].files[demo] for s in ("reference", "lab02-broken", "lab02-transposed")
+    )
+    # Every second student hands in lab 02 right, the others its mutants in turn, wrapping round.
+    assert [unmarked(i, demo) for i in range(7)] == [
+        reference,
+        broken,
+        reference,
+        transposed,
+        reference,
+        broken,
+        reference,
+    ]
     other = [path for path in students[1].files if path.startswith("labs/03_")]
-    assert other and all(unmarked(1, path) == samples["reference"].files[path] for path in other)
+    assert other and all(
+        unmarked(i, path) == samples["reference"].files[path] for i in range(7) for path in other
+    )
     # Every student's files differ, so that the build cache shares nothing.
     assert students[0].files[demo] != students[2].files[demo]
 
 
-def test_a_bench_of_whole_students_reports_their_first_full_report(fake_kit, tmp_path, capsys):
+def test_a_bench_of_whole_students_grades_every_lab_of_each(fake_kit, tmp_path, capsys):
     options = fake_kit.options()
     assert run_bench(fake_kit.kit, options, 1, False, 0, None, tmp_path, whole_students=3) == 0
     shown = capsys.readouterr().out
     assert "grader bench: 3 students, each on every lab, 6 student-labs" in shown
     engine = json.loads((tmp_path / "bench.json").read_text())["passes"][-1]
-    assert engine["student_labs"] == 6 and sorted(engine["totals"]) == [
-        "student0001",
-        "student0002",
-        "student0003",
-    ]
+    totals = engine["totals"]
+    assert engine["student_labs"] == 6 and sorted(totals) == ["student0001", "student0002", "student0003"]
+    # The second hands in a mutant of lab 02 and loses points the reference's work keeps.
+    assert totals["student0002"] < totals["student0001"] == totals["student0003"]
     assert engine["first_full_report_s"] == engine["first_report_s"]  # every submission is whole
+
+
+def test_whole_students_make_a_class_of_their_own(fake_kit):
+    from grader import cli
+    from grader.errors import GraderError
+
+    parse = cli.build_parser().parse_args
+    for bad, why in (
+        (["--whole-students", "0"], "at least 1"),
+        (["--whole-students", "3", "--only", "reference"], "without --only"),
+        (["--whole-students", "3", "--copies", "2"], "without --only and --copies"),
+    ):
+        with pytest.raises(GraderError, match=why):
+            cli.run_bench_command(fake_kit.kit, parse(["bench", *bad]))
 
 
 def test_serial_and_engine_passes_agree_and_repeats_are_compared(fake_kit, tmp_path, capsys):
