@@ -9,6 +9,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kit/cuda_check.hpp"
@@ -114,14 +116,6 @@ void drop_kept_copies() {
 // Served by every worker, for the judge's kit::remote::drop_kept_copies.
 const bool drop_served = serve<DropKeptCopies>(&drop_kept_copies);
 
-// For the judge's kit::remote::end_case (common/src/worker_state.cpp says why).
-bool end_case() {
-  drop_kept_copies();
-  if (cuda_started()) (void)cudaGetLastError();
-  return settings_kept_since_start();
-}
-const bool end_case_served = serve<EndCase>(&end_case);
-
 bool has_device() {
   static const bool found = [] {
     int count = 0;
@@ -160,6 +154,32 @@ bool has_context() {
   }
   return state(device, &flags, &active) != CUDA_SUCCESS || active != 0;
 }
+
+// Whether the work on the default stream is done, asked without waiting on it, for up to a second.
+// A call that threw something other than a CUDA error skips the worker's wait for the device
+// (serve_one), and one without staged arrays has none after it (~WorkerArgs), so a kernel it
+// launched may still run at the case's end: for long, or for ever. A worker left so serves no
+// further case: the next case's calls would queue behind that kernel, and fail or time out where
+// a new worker's would not; nor does end_case wait for it (freeing the kept copies would), up to
+// the call's time limit. A student's own non-blocking streams are not asked: their work is waited
+// for as before.
+bool default_stream_done() {
+  for (int waited_ms = 0;; waited_ms += 10) {
+    if (cudaStreamQuery(cudaStreamLegacy) != cudaErrorNotReady) return true;
+    if (waited_ms >= 1000) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// For the judge's kit::remote::end_case (common/src/worker_state.cpp says why).
+bool end_case() {
+  // The judge stops a worker left so; a worker without a context has nothing running.
+  if (cuda_started() && has_device() && has_context() && !default_stream_done()) return false;
+  drop_kept_copies();
+  if (cuda_started()) (void)cudaGetLastError();
+  return settings_kept_since_start();
+}
+const bool end_case_served = serve<EndCase>(&end_case);
 
 // After every call: the call's kernels finished, and any error they left, which the judge
 // cannot see from its own context.

@@ -203,6 +203,16 @@ struct SetAttribute {
   }
 };
 
+// Launches a kernel that runs for `milliseconds` and throws at once, without waiting for it: a
+// student's launcher that checks its arguments after the launch.
+struct SpinThenThrow {
+  static constexpr const char* name = "test::spin_then_throw";
+  template <class Wire>
+  static void args(Wire& w, int& milliseconds) {
+    w.value(milliseconds);
+  }
+};
+
 struct LastError {  // cudaGetLastError() in the worker, as a number
   static constexpr const char* name = "test::last_error";
   template <class Wire>

@@ -86,6 +86,20 @@ int set_attribute(int bytes) {
 
 int last_error() { return static_cast<int>(cudaGetLastError()); }
 
+__global__ void spin_kernel(unsigned long long nanoseconds) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < nanoseconds);
+}
+
+void spin_then_throw(int milliseconds) {
+  spin_kernel<<<1, 1>>>(static_cast<unsigned long long>(milliseconds) * 1000000ULL);
+  if (cudaGetLastError() != cudaSuccess) throw std::logic_error("test::spin_then_throw: no launch");
+  throw std::runtime_error("test::spin_then_throw: thrown while the kernel runs");
+}
+
 void hog(int mib, int seconds) {
   void* kept = nullptr;
   if (cudaMallocAsync(&kept, static_cast<std::size_t>(mib) << 20, nullptr) != cudaSuccess ||
@@ -178,6 +192,7 @@ long pid() { return static_cast<long>(getpid()); }
     kit::remote::serve<remote_test::Pid>(&pid),
     kit::remote::serve<remote_test::SetAttribute>(&set_attribute),
     kit::remote::serve<remote_test::LastError>(&last_error),
+    kit::remote::serve<remote_test::SpinThenThrow>(&spin_then_throw),
 };
 
 }  // namespace

@@ -759,12 +759,14 @@ TEST_CASE(
   CHECK(run_in_one_process("[case_parts]") == 0);
 }
 
-// Eight cases run together by the next one, in this order: a case keeps the workers of the case
+// Nine cases run together by the next one, in this order: a case keeps the workers of the case
 // before it, passed, failed on a result or skipped, and finds no error the case before left; after
-// device memory gained, a call left mid-way or a setting that outlives a call it meets new ones.
+// device memory gained, a call left mid-way, a setting that outlives a call or a kernel left
+// running it meets new ones.
 namespace {
 long kept_worker = 0;
 long leaking_worker = 0;
+std::chrono::steady_clock::time_point left_running_at;
 }  // namespace
 
 TEST_CASE("kept workers first case: a passing case with device work", "[.kept_workers]") {
@@ -835,7 +837,24 @@ TEST_CASE("kept workers seventh case: the same worker without the last error the
   CHECK(call<remote_test::SetAttribute, int>(role, 1024) == 0);
 }
 
-TEST_CASE("kept workers eighth case: a new worker after the setting", "[.kept_workers]") {
+TEST_CASE("kept workers eighth case: a new worker after the setting then a kernel left running",
+          "[.kept_workers]") {
+  CHECK(kit::remote::worker_pid(role) == 0);
+  CHECK(::kill(static_cast<pid_t>(kept_worker), 0) != 0);
+  CHECK(call<remote_test::Add, int>(role, 1, 1) == 2);
+  // A launcher that throws after its launch: the kernel runs on, for 30 s, past the case's end.
+  CHECK_THROWS(call<remote_test::SpinThenThrow>(role, 30000));
+  kept_worker = kit::remote::worker_pid(role);
+  left_running_at = std::chrono::steady_clock::now();
+}
+
+TEST_CASE("kept workers ninth case: a new worker at once after the kernel left running",
+          "[.kept_workers]") {
+  // Not kept (its calls would queue behind that kernel), and not waited for either.
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - left_running_at).count();
+  CAPTURE(waited);
+  CHECK(waited < 10.0);
   CHECK(kit::remote::worker_pid(role) == 0);
   CHECK(::kill(static_cast<pid_t>(kept_worker), 0) != 0);
   CHECK(call<remote_test::Add, int>(role, 1, 1) == 2);
@@ -843,7 +862,7 @@ TEST_CASE("kept workers eighth case: a new worker after the setting", "[.kept_wo
 
 TEST_CASE(
     "a test case keeps its workers unless the case before it gained device memory left a call "
-    "mid-way or changed a setting",
+    "mid-way changed a setting or left a kernel running",
     "[common][remote][gpu]") {
   KIT_REQUIRE_GPU();
   CHECK(run_in_one_process("[kept_workers]") == 0);
