@@ -42,7 +42,7 @@ def grade_options(kit: Kit, args: argparse.Namespace, for_nodes: bool = False) -
     labs = kit.select(args.labs.split(",") if args.labs else None)
     work_root = Path(args.work_dir).resolve() if args.work_dir else None
     jobs = cpu_slots(args)
-    if jobs < 1 or args.gpu_slots < 1:
+    if jobs < 1 or (args.gpu_slots is not None and args.gpu_slots < 1):
         raise GraderError("--jobs and --gpu-slots must be at least 1")
     in_flight = getattr(args, "in_flight", None)
     if in_flight is not None and in_flight < 1:

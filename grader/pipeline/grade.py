@@ -36,6 +36,7 @@ from ..engine.schedule import (
     Need,
     Scheduler,
     Stopped,
+    lane_slots,
     result_of,
     visible_gpus,
 )
@@ -88,7 +89,9 @@ class GradeOptions:
     keep_work: bool = False  # keep each work folder (its build and test outputs) for debugging
     cpu_slots: int = field(default_factory=lambda: os.cpu_count() or 2)  # compiles, links, CPU tests
     gpus: tuple[str, ...] | None = None  # CUDA_VISIBLE_DEVICES values; None: every visible GPU
-    gpu_slots: int = 12  # test processes sharing one GPU (but for measuring windows)
+    # Test processes sharing one GPU (but for measuring windows); None: the engine's, from the
+    # GPUs' memory (gpu_slots_for).
+    gpu_slots: int | None = None
     in_flight: int | None = None  # submissions graded at once; None: enough to fill the slots
     harness_dir: Path | None = None  # the harness build; None: <kit>/build/harness
     harness_built: bool = False  # the harness was built by another process: only read it
@@ -148,7 +151,7 @@ class Engine:
         self.scheduler = Scheduler(
             options.cpu_slots,
             gpus,
-            options.gpu_slots,
+            lane_slots(options.gpu_slots, gpus),
             exclusive_windows=options.exclusive_windows,
             quiet_windows=options.quiet_windows,
             turn_slots=options.turn_slots,
@@ -687,7 +690,7 @@ def check_lab(
     build: BuildConfig,
     run: RunConfig,
     log: Callable[[str], None] = print,
-    slots: tuple[int, list[str] | None, int] = (os.cpu_count() or 2, None, GradeOptions.gpu_slots),
+    slots: tuple[int, list[str] | None, int | None] = (os.cpu_count() or 2, None, None),
 ) -> CheckResult:
     """Builds the student's kit in place and runs the lab's visible tests; report.check_lines
     shows the result, gradelib style."""
@@ -697,7 +700,8 @@ def check_lab(
         return CheckResult(lab, problem=result.problem or "not built", build_log=result.log_tail)
     run_dir = Path(tempfile.mkdtemp(prefix="check-", dir=build_dir))
     cpu_slots, gpus, gpu_slots = slots  # as --jobs, --gpus and --gpu-slots say
-    scheduler = Scheduler(cpu_slots, visible_gpus() if gpus is None else gpus, gpu_slots)
+    lanes = visible_gpus() if gpus is None else gpus
+    scheduler = Scheduler(cpu_slots, lanes, lane_slots(gpu_slots, lanes))
     try:
         listed = {test.name: test for test in list_tests(result.exe_path, run_dir, run)}
         check_rubric_against_listing(lab, set(listed), has_hidden_tests=kit.has_solutions)

@@ -553,6 +553,20 @@ def test_grade_validate_and_bench_build_alike_without_a_gpu(command, fake_kit, m
     assert options.build.build_type == "Release"
 
 
+def test_the_engine_sizes_its_gpu_slots_from_the_gpus_memory_unless_told(fake_kit, monkeypatch):
+    from grader.engine import schedule
+
+    monkeypatch.setattr(schedule, "gpu_memory_mib", lambda: [24576])
+    parse = cli.build_parser().parse_args
+    assert parse(["grade"]).gpu_slots is None  # the engine's choice
+    for given, slots in ((None, 6), (3, 3)):
+        options = replace(fake_kit.options(), gpus=("0",), gpu_slots=given)
+        with pipeline.Engine(fake_kit.kit, options) as engine:
+            assert engine.scheduler.gpu_slots == slots
+    with pytest.raises(GraderError, match="--gpu-slots must be at least 1"):
+        grading.grade_options(fake_kit.kit, parse(["grade", "--gpu-slots", "0"]))
+
+
 def test_the_engine_keeps_as_many_submissions_in_flight_as_cpu_slots_at_most_16_a_gpu(fake_kit):
     def in_flight(cpu_slots: int, gpus: tuple[str, ...], asked: int | None = None) -> int:
         options = replace(fake_kit.options(), cpu_slots=cpu_slots, gpus=gpus, in_flight=asked)

@@ -21,12 +21,15 @@ from pathlib import Path
 import pytest
 
 from grader.confine.sandbox import LaneGpu, Sandbox
+from grader.engine import schedule
 from grader.engine.schedule import (
     SUBMISSION,
     SUBMISSION_ORDER,
     Need,
     Scheduler,
     Stopped,
+    gpu_slots_for,
+    lane_slots,
     need_for_tags,
     result_of,
 )
@@ -1035,3 +1038,32 @@ def test_with_turn_slots_the_cap_holds_while_a_turn_is_waited_for_too():
         assert not scheduler._fits(lane, None)
         lane.turns_waiting = 0
         assert scheduler._fits(lane, None)  # no turn held or waited for: the lane's own slots
+
+
+def test_a_lane_gets_12_gpu_slots_where_its_gpus_have_4_gib_a_slot_and_fewer_where_they_do_not():
+    assert gpu_slots_for([143771]) == 12  # an H200
+    assert gpu_slots_for([81559, 81559]) == 12  # H100s
+    assert gpu_slots_for([40960]) == 10  # a 40 GB A100
+    assert gpu_slots_for([81920, 24576]) == 6  # the smallest GPU counts
+    assert gpu_slots_for([4096]) == 2  # at least two
+    assert gpu_slots_for([]) == 12  # not known: the engine's own
+    assert lane_slots(5, ["0"]) == 5  # --gpu-slots wins
+    assert lane_slots(None, []) == 1  # no GPU: nothing takes a GPU slot
+
+
+def test_the_gpus_memory_is_read_from_nvidia_smi_and_nothing_unreadable_is_guessed(monkeypatch):
+    answers: dict[str, str] = {"out": "143771\n143771\n", "code": "0"}
+
+    def run(command, **_):
+        assert command[0] == "nvidia-smi" and "--query-gpu=memory.total" in command
+        return subprocess.CompletedProcess(command, int(answers["code"]), answers["out"], "")
+
+    monkeypatch.setattr(schedule.subprocess, "run", run)
+    assert schedule.gpu_memory_mib() == [143771, 143771]
+    assert lane_slots(None, ["0", "1"]) == 12
+    answers["out"] = "24576\n"
+    assert lane_slots(None, ["0"]) == 6
+    answers["out"] = "[N/A]\n"
+    assert schedule.gpu_memory_mib() == []
+    answers["code"] = "9"
+    assert schedule.gpu_memory_mib() == []
