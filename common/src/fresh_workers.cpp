@@ -4,7 +4,7 @@
 // faulted or held too much (each of which ends that worker at once, kit/remote.hpp), after one
 // that left a worker mid-call, one whose student's code set what outlives a call (a kernel's
 // attributes: common/src/worker_state.cpp), one that left a kernel running past the case's end
-// (a call that threw after launching it: common/src/remote_worker.cpp, default_stream_done), or
+// (a call that threw after launching it: common/src/remote_worker.cpp, device_work_done), or
 // one that left the student's worker holding more
 // device memory than it held after its first case (a leak, local memory still reserved), the next
 // case starts new workers. Otherwise they serve the next case too, whether the case passed or

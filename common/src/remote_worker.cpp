@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "kit/cuda_check.hpp"
@@ -155,26 +156,44 @@ bool has_context() {
   return state(device, &flags, &active) != CUDA_SUCCESS || active != 0;
 }
 
-// Whether the work on the default stream is done, asked without waiting on it, for up to a second.
-// A call that threw something other than a CUDA error skips the worker's wait for the device
-// (serve_one), and one without staged arrays has none after it (~WorkerArgs), so a kernel it
-// launched may still run at the case's end: for long, or for ever. A worker left so serves no
-// further case: the next case's calls would queue behind that kernel, and fail or time out where
-// a new worker's would not; nor does end_case wait for it (freeing the kept copies would), up to
-// the call's time limit. A student's own non-blocking streams are not asked: their work is waited
-// for as before.
-bool default_stream_done() {
-  for (int waited_ms = 0;; waited_ms += 10) {
-    if (cudaStreamQuery(cudaStreamLegacy) != cudaErrorNotReady) return true;
-    if (waited_ms >= 1000) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+// Whether the device has done the work the case's calls gave it, asked without waiting on it, for
+// up to a second: an event recorded on the legacy default stream, which every blocking stream's
+// earlier work comes before (a student's own non-blocking streams are not asked: their work is
+// waited for as before). A call that threw something other than a CUDA error skips the worker's
+// wait for the device (serve_one), and one without staged arrays has none after it (~WorkerArgs),
+// so a kernel it launched may still run at the case's end: for long, or for ever. A worker left
+// so serves no further case: the next case's calls would queue behind that kernel, and fail or
+// time out where a new worker's would not. Nor does its answer wait for that kernel (serve_one's
+// check of the device after a call, or freeing the kept copies, would, up to the call's time
+// limit). An error (a fault left behind) is no answer either: such a worker is replaced too.
+bool device_work_done() {
+  cudaEvent_t event = nullptr;
+  if (cudaEventCreateWithFlags(&event, cudaEventDisableTiming) != cudaSuccess ||
+      cudaEventRecord(event, cudaStreamLegacy) != cudaSuccess) {
+    if (event != nullptr) (void)cudaEventDestroy(event);
+    (void)cudaGetLastError();
+    return false;
   }
+  cudaError_t state = cudaEventQuery(event);
+  for (int waited_ms = 0; state == cudaErrorNotReady && waited_ms < 1000; waited_ms += 10) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    state = cudaEventQuery(event);
+  }
+  (void)cudaEventDestroy(event);  // released once it completes, if it has not
+  (void)cudaGetLastError();
+  return state == cudaSuccess;
 }
+
+// Set by end_case for the reply to its own call: serve_one then skips its wait for the device.
+bool work_left_running = false;
 
 // For the judge's kit::remote::end_case (common/src/worker_state.cpp says why).
 bool end_case() {
   // The judge stops a worker left so; a worker without a context has nothing running.
-  if (cuda_started() && has_device() && has_context() && !default_stream_done()) return false;
+  if (cuda_started() && has_device() && has_context() && !device_work_done()) {
+    work_left_running = true;
+    return false;
+  }
   drop_kept_copies();
   if (cuda_started()) (void)cudaGetLastError();
   return settings_kept_since_start();
@@ -235,7 +254,9 @@ std::vector<char> serve_one(const std::vector<char>& request) {
     return thrown(wire::Status::threw, wire::kOther,
                   name + " threw something that is not a std::exception");
   }
-  std::vector<char> failed = device_error(name);
+  // After end_case found work left running, its answer goes back now: the judge stops this worker.
+  std::vector<char> failed =
+      std::exchange(work_left_running, false) ? std::vector<char>{} : device_error(name);
   if (!failed.empty()) return failed;
   std::vector<char> reply{static_cast<char>(wire::Status::ok)};
   const std::vector<char>& payload = args.reply().buffer();

@@ -322,7 +322,7 @@ struct DropKeptCopies {
 // The kit's own call at a test case's end, which every worker serves: it drops the kept copies as
 // DropKeptCopies does, takes back the runtime's last error, and answers whether the worker may
 // serve another case (settings_kept_since_start, below, and the device done with the case's work:
-// common/src/remote_worker.cpp, default_stream_done).
+// common/src/remote_worker.cpp, device_work_done).
 struct EndCase {
   static constexpr const char* name = "kit::end_case";
   template <class Wire>
