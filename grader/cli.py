@@ -16,7 +16,7 @@ from pathlib import Path
 from . import options as grading  # grading.configs etc., patched as one by the tests
 from .cli_slurm import add_slurm_options, grade_on_slurm, run_status_command, run_task
 from .confine.sandbox import detect
-from .engine.schedule import GIB_A_GPU_SLOT, GPU_SLOTS
+from .engine.schedule import GIB_A_GPU_SLOT, GIB_KEPT_BACK, GPU_SLOTS
 from .errors import GraderError
 from .pipeline.build import BuildConfig
 from .pipeline.collect import find_submissions
@@ -504,8 +504,9 @@ def _add_limits(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help=f"test processes sharing one GPU; a test still has it alone while it measures "
-        f"(default: {GPU_SLOTS}, fewer on a GPU of less than {GPU_SLOTS * GIB_A_GPU_SLOT} GiB: "
-        f"one for each {GIB_A_GPU_SLOT} GiB)",
+        f"(default: {GPU_SLOTS}, fewer on a GPU of less than "
+        f"{GPU_SLOTS * GIB_A_GPU_SLOT + GIB_KEPT_BACK} GiB: one for each {GIB_A_GPU_SLOT} GiB past the "
+        f"first {GIB_KEPT_BACK})",
     )
     parser.add_argument(
         "--cuda-arch",

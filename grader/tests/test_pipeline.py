@@ -556,10 +556,10 @@ def test_grade_validate_and_bench_build_alike_without_a_gpu(command, fake_kit, m
 def test_the_engine_sizes_its_gpu_slots_from_the_gpus_memory_unless_told(fake_kit, monkeypatch):
     from grader.engine import schedule
 
-    monkeypatch.setattr(schedule, "gpu_memory_mib", lambda: [24576])
+    monkeypatch.setattr(schedule, "gpu_memory_mib", lambda gpus: [24576])
     parse = cli.build_parser().parse_args
     assert parse(["grade"]).gpu_slots is None  # the engine's choice
-    for given, slots in ((None, 6), (3, 3)):
+    for given, slots in ((None, 5), (3, 3)):
         options = replace(fake_kit.options(), gpus=("0",), gpu_slots=given)
         with pipeline.Engine(fake_kit.kit, options) as engine:
             assert engine.scheduler.gpu_slots == slots

@@ -1043,8 +1043,9 @@ def test_with_turn_slots_the_cap_holds_while_a_turn_is_waited_for_too():
 def test_a_lane_gets_12_gpu_slots_where_its_gpus_have_4_gib_a_slot_and_fewer_where_they_do_not():
     assert gpu_slots_for([143771]) == 12  # an H200
     assert gpu_slots_for([81559, 81559]) == 12  # H100s
-    assert gpu_slots_for([40960]) == 10  # a 40 GB A100
-    assert gpu_slots_for([81920, 24576]) == 6  # the smallest GPU counts
+    assert gpu_slots_for([53248]) == 12  # 52 GiB: 4 kept back, 4 a slot
+    assert gpu_slots_for([40960]) == 9  # a 40 GB A100
+    assert gpu_slots_for([81920, 24576]) == 5  # the smallest GPU counts
     assert gpu_slots_for([4096]) == 2  # at least two
     assert gpu_slots_for([]) == 12  # not known: the engine's own
     assert lane_slots(5, ["0"]) == 5  # --gpu-slots wins
@@ -1053,17 +1054,23 @@ def test_a_lane_gets_12_gpu_slots_where_its_gpus_have_4_gib_a_slot_and_fewer_whe
 
 def test_the_gpus_memory_is_read_from_nvidia_smi_and_nothing_unreadable_is_guessed(monkeypatch):
     answers: dict[str, str] = {"out": "143771\n143771\n", "code": "0"}
+    asked: list[list[str]] = []
 
     def run(command, **_):
         assert command[0] == "nvidia-smi" and "--query-gpu=memory.total" in command
+        asked.append(command)
         return subprocess.CompletedProcess(command, int(answers["code"]), answers["out"], "")
 
     monkeypatch.setattr(schedule.subprocess, "run", run)
-    assert schedule.gpu_memory_mib() == [143771, 143771]
+    assert schedule.gpu_memory_mib(["0", "1"]) == [143771, 143771]
+    assert "--id=0,1" in asked[-1]  # the run's GPUs, not every GPU of the machine
     assert lane_slots(None, ["0", "1"]) == 12
     answers["out"] = "24576\n"
-    assert lane_slots(None, ["0"]) == 6
+    assert lane_slots(None, ["GPU-8c1b"]) == 5
+    assert "--id=GPU-8c1b" in asked[-1]
     answers["out"] = "[N/A]\n"
-    assert schedule.gpu_memory_mib() == []
+    assert schedule.gpu_memory_mib(["0"]) == []
     answers["code"] = "9"
-    assert schedule.gpu_memory_mib() == []
+    assert schedule.gpu_memory_mib(["0"]) == []
+    count = len(asked)
+    assert schedule.gpu_memory_mib(["MIG-4f2a"]) == [] and len(asked) == count  # not asked
