@@ -16,7 +16,7 @@ from pathlib import Path
 from . import options as grading  # grading.configs etc., patched as one by the tests
 from .cli_slurm import add_slurm_options, grade_on_slurm, run_status_command, run_task
 from .confine.sandbox import detect
-from .engine.schedule import GIB_A_GPU_SLOT, GIB_KEPT_BACK, GPU_SLOTS
+from .engine.gpus import GIB_A_GPU_SLOT, GIB_KEPT_BACK, GPU_SLOTS
 from .errors import GraderError
 from .pipeline.build import BuildConfig
 from .pipeline.collect import find_submissions

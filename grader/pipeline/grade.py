@@ -29,6 +29,7 @@ from ..confine.cgroups import Cgroups
 from ..confine.cgroups import detect as detect_cgroups
 from ..confine.proc import kill_started_groups
 from ..confine.sandbox import Sandbox, detect, gpu_nodes, tool_folders
+from ..engine.gpus import lane_slots
 from ..engine.schedule import (
     MAX_DEFER_S,
     SUBMISSION,
@@ -36,7 +37,6 @@ from ..engine.schedule import (
     Need,
     Scheduler,
     Stopped,
-    lane_slots,
     result_of,
     visible_gpus,
 )

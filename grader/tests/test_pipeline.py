@@ -554,9 +554,9 @@ def test_grade_validate_and_bench_build_alike_without_a_gpu(command, fake_kit, m
 
 
 def test_the_engine_sizes_its_gpu_slots_from_the_gpus_memory_unless_told(fake_kit, monkeypatch):
-    from grader.engine import schedule
+    from grader.engine import gpus
 
-    monkeypatch.setattr(schedule, "gpu_memory_mib", lambda gpus: [24576])
+    monkeypatch.setattr(gpus, "gpu_memory_mib", lambda lanes: [24576])
     parse = cli.build_parser().parse_args
     assert parse(["grade"]).gpu_slots is None  # the engine's choice
     for given, slots in ((None, 5), (3, 3)):

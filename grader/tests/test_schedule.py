@@ -21,15 +21,14 @@ from pathlib import Path
 import pytest
 
 from grader.confine.sandbox import LaneGpu, Sandbox
-from grader.engine import schedule
+from grader.engine import gpus
+from grader.engine.gpus import gpu_slots_for, lane_slots
 from grader.engine.schedule import (
     SUBMISSION,
     SUBMISSION_ORDER,
     Need,
     Scheduler,
     Stopped,
-    gpu_slots_for,
-    lane_slots,
     need_for_tags,
     result_of,
 )
@@ -1061,16 +1060,16 @@ def test_the_gpus_memory_is_read_from_nvidia_smi_and_nothing_unreadable_is_guess
         asked.append(command)
         return subprocess.CompletedProcess(command, int(answers["code"]), answers["out"], "")
 
-    monkeypatch.setattr(schedule.subprocess, "run", run)
-    assert schedule.gpu_memory_mib(["0", "1"]) == [143771, 143771]
+    monkeypatch.setattr(gpus.subprocess, "run", run)
+    assert gpus.gpu_memory_mib(["0", "1"]) == [143771, 143771]
     assert "--id=0,1" in asked[-1]  # the run's GPUs, not every GPU of the machine
     assert lane_slots(None, ["0", "1"]) == 12
     answers["out"] = "24576\n"
     assert lane_slots(None, ["GPU-8c1b"]) == 5
     assert "--id=GPU-8c1b" in asked[-1]
     answers["out"] = "[N/A]\n"
-    assert schedule.gpu_memory_mib(["0"]) == []
+    assert gpus.gpu_memory_mib(["0"]) == []
     answers["code"] = "9"
-    assert schedule.gpu_memory_mib(["0"]) == []
+    assert gpus.gpu_memory_mib(["0"]) == []
     count = len(asked)
-    assert schedule.gpu_memory_mib(["MIG-4f2a"]) == [] and len(asked) == count  # not asked
+    assert gpus.gpu_memory_mib(["MIG-4f2a"]) == [] and len(asked) == count  # not asked

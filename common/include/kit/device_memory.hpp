@@ -29,7 +29,7 @@ DeviceMemoryUse device_memory_use();
 // 2 GiB, or KIT_DEVICE_MEMORY_LIMIT_MIB when set (staff, for a kit test that needs more): no
 // lab test needs a tenth of it. The grader's 12 GPU slots, and as many parked processes, all at
 // the limit would need 48 GiB; a GPU of less memory is graded with fewer slots, one for each 4 GiB
-// past 4 kept back (gpu_slots_for in grader/engine/schedule.py).
+// past 4 kept back (gpu_slots_for in grader/engine/gpus.py).
 std::size_t device_memory_limit();
 
 // Which allocation of this process starts at `base`: a number no other allocation of the
