@@ -480,10 +480,6 @@ long worker_pid(Role role) {
   return w.of(role).pid();
 }
 
-void drop_kept_copies(Role role) {
-  if (worker_pid(role) > 0) call<DropKeptCopies>(role);
-}
-
 bool end_case(Role role) { return worker_pid(role) <= 0 || call<EndCase, bool>(role); }
 
 void stop_worker(Role role) {

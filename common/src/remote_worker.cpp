@@ -114,9 +114,6 @@ void drop_kept_copies() {
   kept.clear();
 }
 
-// Served by every worker, for the judge's kit::remote::drop_kept_copies.
-const bool drop_served = serve<DropKeptCopies>(&drop_kept_copies);
-
 bool has_device() {
   static const bool found = [] {
     int count = 0;

@@ -12,6 +12,7 @@
 #include "../src/remote_wire.hpp"
 #include "kit/device_memory.hpp"
 #include "remote_test_calls.hpp"
+#include "spin_kernel.cuh"
 
 namespace {
 
@@ -86,16 +87,8 @@ int set_attribute(int bytes) {
 
 int last_error() { return static_cast<int>(cudaGetLastError()); }
 
-__global__ void spin_kernel(unsigned long long nanoseconds) {
-  unsigned long long start = 0, now = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < nanoseconds);
-}
-
 void spin_then_throw(int milliseconds) {
-  spin_kernel<<<1, 1>>>(static_cast<unsigned long long>(milliseconds) * 1000000ULL);
+  spin<<<1, 1>>>(static_cast<unsigned long long>(milliseconds) * 1000000ULL);
   if (cudaGetLastError() != cudaSuccess) throw std::logic_error("test::spin_then_throw: no launch");
   throw std::runtime_error("test::spin_then_throw: thrown while the kernel runs");
 }

@@ -134,11 +134,12 @@ TEST_CASE("a staged array of the last call's size reuses its device copy with th
   const std::uint64_t after_other = held();
   for (int i = 0; i < 3; ++i) (void)address_of(i % 2 ? a : other);
   CHECK(held() == after_other);
-  // And the judge drops them all (before it counts the worker's device memory), starting none.
-  kit::remote::drop_kept_copies(role);
+  // And the judge drops them all at the case's end (before it counts the worker's device memory),
+  // starting none.
+  CHECK(kit::remote::end_case(role));
   CHECK(held() == after_other - 1);
   kit::remote::stop_worker(role);
-  kit::remote::drop_kept_copies(role);
+  CHECK(kit::remote::end_case(role));
   CHECK(kit::remote::worker_pid(role) == 0);
 }
 

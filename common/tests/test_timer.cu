@@ -15,19 +15,11 @@
 #include "kit/testing.hpp"
 #include "kit/timed_matmul.hpp"
 #include "kit/timer.hpp"
+#include "spin_kernel.cuh"
 
 using Catch::Matchers::ContainsSubstring;
 
 namespace {
-
-// Spins for `ns` nanoseconds of the device's clock.
-__global__ void spin(unsigned long long ns) {
-  unsigned long long start = 0, now = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
-}
 
 // A stream that does not wait for the default one, as a launcher hiding its work would use.
 struct SideStream {

@@ -404,8 +404,8 @@ def run_test_group(
     test costs is mostly making processes and CUDA contexts, which the driver makes one at a
     time, and a split lab's test makes up to two (the judge's and its worker's); they are made
     once here. A case meets new workers where the case before it ended the student's worker (a
-    crash, a hang, a sticky error), left a call mid-way, gained device memory or set what
-    outlives a call (common/src/fresh_workers.cpp), so no case's trouble reaches the next; what
+    crash, a hang, a sticky error), left a call mid-way or a kernel running, gained device memory
+    or set what outlives a call (common/src/fresh_workers.cpp), so no case's trouble reaches the next; what
     the student's code keeps for itself carries over (fresh_workers.cpp says what, and what shows
     it changes no sample student's score).
     Each case has one test's time limit, counted from its start (the judge says 'C' on its gate

@@ -311,16 +311,9 @@ void stop_worker(Role role);
 void begin_case_part(bool first_part);
 void end_case_part(bool part_failed);
 
-// The kit's own call, which every worker serves: it frees the device copies of staged arrays that
-// the worker keeps from one call to the next (common/src/remote_worker.cpp says why it keeps them).
-struct DropKeptCopies {
-  static constexpr const char* name = "kit::drop_kept_copies";
-  template <class Wire>
-  static void args(Wire&) {}
-};
-
-// The kit's own call at a test case's end, which every worker serves: it drops the kept copies as
-// DropKeptCopies does, takes back the runtime's last error, and answers whether the worker may
+// The kit's own call at a test case's end, which every worker serves: it frees the device copies
+// of staged arrays that the worker keeps from one call to the next (common/src/remote_worker.cpp
+// says why it keeps them), takes back the runtime's last error, and answers whether the worker may
 // serve another case (settings_kept_since_start, below, and the device done with the case's work:
 // common/src/remote_worker.cpp, device_work_done).
 struct EndCase {
@@ -392,19 +385,15 @@ void* driver_function(const char* name);
 // use of the device from outside it (kit::remote::worker_device_memory).
 long worker_pid(Role role);
 
-// At a test case's end (FreshWorkers): the worker of `role` drops its kept copies and its last
-// error; true when it may serve the next case as a new worker would (none running: true).
-// Throws as call() does.
+// At a test case's end (FreshWorkers, before it counts the worker's device memory, so that the
+// count holds only what the student's code keeps): the worker of `role`, where one runs, drops its
+// kept copies and its last error; true when it may serve the next case as a new worker would
+// (none running: true). Starts no worker; throws as call() does.
 bool end_case(Role role);
 
 // Whether every running worker waits for its next call, none left mid-call by an exception that
 // did not end it (FreshWorkers keeps only such workers for the next test case).
 bool workers_in_step();
-
-// Asks the worker of `role`, where one runs, to free the copies of staged arrays it keeps, so that
-// a count of its device memory holds only what the student's code keeps (FreshWorkers between
-// test cases). Starts no worker; throws as `call` does.
-void drop_kept_copies(Role role);
 
 // Device memory the driver reports for the student's worker (NVML, per process), in bytes;
 // -1 with `why` filled when it cannot be read here, or when NVML lists neither this process nor
